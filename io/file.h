@@ -1,0 +1,26 @@
+/* Reading files that may be hostile: only regular files are opened, sizes are known before
+   anything is allocated, and every failure becomes one line naming the file. */
+#ifndef TTP_IO_FILE_H
+#define TTP_IO_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../pipeline/error.h"
+
+/* Opens path read-only, refusing directories, devices and FIFOs. *fd: the open descriptor (the
+   caller closes it); *size: the file's size in bytes at the time of opening. */
+ttp_status io_open_regular(const char* path, int* fd, size_t* size, ttp_err* e);
+
+/* Reads exactly n bytes from fd; a short read (the file shrank) is reported as truncation. */
+ttp_status io_read_exact(int fd, const char* path, void* buf, size_t n, ttp_err* e);
+
+/* Reads a whole regular file of at most max_bytes into *data (malloc'd, followed by one NUL byte
+   that *size does not count, so text can be parsed in place). */
+ttp_status io_read_file(const char* path, size_t max_bytes, uint8_t** data, size_t* size,
+                        ttp_err* e);
+
+/* dir + "/" + name into buf of n bytes; refuses a result that would not fit. */
+ttp_status io_join(char* buf, size_t n, const char* dir, const char* name, ttp_err* e);
+
+#endif

@@ -1,0 +1,156 @@
+/* Reads a model directory in the mnistCUDNN layout into a model (pipeline/model.h).
+   The network is the sample's, not described by the files: they hold weights only. */
+#include "model_mnistcudnn.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "file.h"
+
+enum { LABELS_MAX_BYTES = 1 << 20 };
+
+/* The sample's network on a 1 x 28 x 28 input. No activation after the convolutions; LRN over
+   the 500 channels of ip1 after its ReLU. Weights come from <name>.bin and <name>.bias.bin. */
+static const model_layer network[] = {
+    {.op = MODEL_CONV, .name = "conv1", .p.conv = {.k = 20, .r = 5, .s = 5, .stride = 1}},
+    {.op = MODEL_MAXPOOL, .name = "pool1", .p.pool = {.r = 2, .s = 2, .stride = 2}},
+    {.op = MODEL_CONV, .name = "conv2", .p.conv = {.k = 50, .r = 5, .s = 5, .stride = 1}},
+    {.op = MODEL_MAXPOOL, .name = "pool2", .p.pool = {.r = 2, .s = 2, .stride = 2}},
+    {.op = MODEL_FC, .name = "ip1", .p.fc = {.out = 500}},
+    {.op = MODEL_RELU, .name = "relu1"},
+    {.op = MODEL_LRN, .name = "norm1", .p.lrn = {.n = 5, .alpha = 1e-4, .beta = 0.75, .k = 1.0}},
+    {.op = MODEL_FC, .name = "ip2", .p.fc = {.out = 10}},
+    {.op = MODEL_SOFTMAX, .name = "softmax"},
+};
+
+static ttp_status build_network(model* m, ttp_err* e) {
+  for (size_t i = 0; i < sizeof network / sizeof network[0]; i++) {
+    model_layer* l = model_add(m, network[i].op, network[i].name, e);
+    if (!l) return e->status;
+    l->p = network[i].p;
+  }
+  return model_infer_shapes(m, e);
+}
+
+/* Reads exactly count little-endian float32 values from dir/name into a new array, refusing
+   any other file size and any value that is not finite. */
+static ttp_status read_floats(const char* dir, const char* name, size_t count, float** out,
+                              ttp_err* e) {
+  char path[PATH_MAX];
+  TRY(io_join(path, sizeof path, dir, name, e));
+  int fd;
+  size_t size, expected = count * 4;
+  TRY(io_open_regular(path, &fd, &size, e));
+  if (size != expected) {
+    close(fd);
+    return ERR(e, TTP_ERR_FORMAT, "%s: expected %zu bytes (%zu float32), found %zu", path,
+               expected, count, size);
+  }
+  uint8_t* raw = malloc(expected);
+  float* values = malloc(count * sizeof *values);
+  ttp_status s = raw && values ? io_read_exact(fd, path, raw, expected, e)
+                               : ERR_NOMEM(e, expected + count * sizeof *values);
+  close(fd);
+  for (size_t i = 0; s == TTP_OK && i < count; i++) {
+    const uint8_t* b = raw + 4 * i;
+    uint32_t bits = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                    (uint32_t)b[3] << 24;
+    memcpy(&values[i], &bits, sizeof bits);
+    if (!isfinite(values[i]))
+      s = ERR(e, TTP_ERR_FORMAT, "%s: value %zu is %s", path, i,
+              isnan(values[i]) ? "NaN" : "infinite");
+  }
+  free(raw);
+  if (s != TTP_OK) {
+    free(values);
+    return s;
+  }
+  *out = values;
+  return TTP_OK;
+}
+
+static ttp_status read_weights(const char* dir, model* m, ttp_err* e) {
+  for (int i = 0; i < m->layer_count; i++) {
+    model_layer* l = &m->layers[i];
+    if (!l->weight_count) continue;
+    char name[64];
+    snprintf(name, sizeof name, "%s.bin", l->name);
+    TRY(read_floats(dir, name, l->weight_count, &l->weights, e));
+    snprintf(name, sizeof name, "%s.bias.bin", l->name);
+    TRY(read_floats(dir, name, l->bias_count, &l->bias, e));
+  }
+  return TTP_OK;
+}
+
+/* labels.txt: one name a line, '\n' or "\r\n", a final newline optional. */
+static ttp_status read_labels(const char* dir, model* m, ttp_err* e) {
+  char path[PATH_MAX];
+  TRY(io_join(path, sizeof path, dir, "labels.txt", e));
+  if (access(path, F_OK) != 0 && errno == ENOENT) return TTP_OK; /* optional */
+  uint8_t* text;
+  size_t size;
+  TRY(io_read_file(path, LABELS_MAX_BYTES, &text, &size, e));
+  m->labels = calloc((size_t)m->classes, sizeof *m->labels);
+  if (!m->labels) {
+    free(text);
+    return ERR_NOMEM(e, (size_t)m->classes * sizeof *m->labels);
+  }
+  ttp_status s = TTP_OK;
+  int line = 0;
+  char* p = (char*)text;
+  char* end = p + size;
+  while (s == TTP_OK && p < end) {
+    char* nl = memchr(p, '\n', (size_t)(end - p));
+    char* stop = nl ? nl : end;
+    size_t len = (size_t)(stop - p);
+    if (len && p[len - 1] == '\r') len--;
+    line++;
+    if (line > m->classes) {
+      s = ERR(e, TTP_ERR_FORMAT, "%s: more than %d lines for the model's %d classes", path,
+              m->classes, m->classes);
+      break;
+    }
+    for (size_t i = 0; i < len && s == TTP_OK; i++)
+      if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+        s = ERR(e, TTP_ERR_FORMAT, "%s: line %d: control character 0x%02x", path, line,
+                (unsigned char)p[i]);
+    if (s == TTP_OK && len == 0) s = ERR(e, TTP_ERR_FORMAT, "%s: line %d is empty", path, line);
+    if (s == TTP_OK) {
+      char* name = malloc(len + 1);
+      if (!name) {
+        s = ERR_NOMEM(e, len + 1);
+        break;
+      }
+      memcpy(name, p, len);
+      name[len] = '\0';
+      m->labels[m->label_count++] = name;
+    }
+    p = stop + 1;
+  }
+  free(text);
+  if (s == TTP_OK && m->label_count != m->classes)
+    s = ERR(e, TTP_ERR_FORMAT, "%s: %d names for the model's %d classes", path, m->label_count,
+            m->classes);
+  return s;
+}
+
+ttp_status io_load_mnistcudnn(const char* dir, model** out, ttp_err* e) {
+  *out = NULL;
+  model* m = model_new((model_shape){1, 28, 28}, e);
+  if (!m) return e->status;
+  ttp_status s = build_network(m, e);
+  if (s == TTP_OK) s = read_weights(dir, m, e);
+  if (s == TTP_OK) s = read_labels(dir, m, e);
+  if (s == TTP_OK) s = model_check(m, e);
+  if (s != TTP_OK) {
+    model_free(m);
+    return s;
+  }
+  *out = m;
+  return TTP_OK;
+}

@@ -1,0 +1,47 @@
+/* ttapipe info: the build, the GPUs, and the model's layers with their shapes, parameters and
+   FLOPs. */
+#include "cli.h"
+
+static const cli_option info_options[] = {
+    CLI_PIPELINE_OPTIONS,
+    {NULL, NULL, NULL},
+};
+
+static int run_info(const cli_args* a) {
+  ttp_pipeline* p = NULL;
+  int rc = cli_open_pipeline(a, &p);
+  if (rc != CLI_EXIT_OK) return rc;
+  const ttp_model_info* m = ttp_model(p);
+  printf("build   %s\n", ttp_build_string());
+  printf("GPUs    %d\n", ttp_gpu_count());
+  printf("model   %s\n", cli_get(a, "model"));
+  printf("input   %dx%dx%d, %d classes:", m->input_channels, m->input_rows, m->input_cols,
+         m->classes);
+  for (int k = 0; k < m->classes; k++) printf(" %s", ttp_class_label(p, k));
+  printf("\n\n%-3s %-8s %-8s %-30s %-12s %-12s %10s %10s\n", "#", "name", "kind", "settings",
+         "input", "output", "weights", "MFLOP");
+  for (int i = 0; i < m->layers; i++) {
+    const ttp_layer_info* l = ttp_layer(p, i);
+    char in[32], out[32];
+    snprintf(in, sizeof in, "%dx%dx%d", l->in_c, l->in_h, l->in_w);
+    snprintf(out, sizeof out, "%dx%dx%d", l->out_c, l->out_h, l->out_w);
+    printf("%-3d %-8s %-8s %-30s %-12s %-12s %10lld %10.3f\n", i, l->name, l->kind, l->detail, in,
+           out, l->parameters, l->flops * 1e-6);
+  }
+  printf("%-3s %-8s %-8s %-30s %-12s %-12s %10lld %10.3f\n", "", "total", "", "", "", "",
+         m->parameters, m->flops * 1e-6);
+  printf("\nper image: %.3f MFLOP (2 per multiply-add of the conv and fc layers), %.1f KB of fp32 "
+         "weights\n", m->flops * 1e-6, m->parameters * 4.0 / 1024.0);
+  ttp_close(p);
+  return CLI_EXIT_OK;
+}
+
+const cli_command cli_info = {
+    .name = "info",
+    .usage = "--model DIR",
+    .summary = "Show the build, the GPUs, and the model's layers with shapes, parameters and "
+               "FLOPs per image.",
+    .options = info_options,
+    .max_positional = 0,
+    .run = run_info,
+};

@@ -1,0 +1,164 @@
+/* The CPU engine: plan (buffers per worker), then run (threads over contiguous ranges of
+   images). A table of layer functions, indexed by model_op, does the forward pass. */
+#include "cpu_engine.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_layers.h"
+
+typedef struct cpu_worker {
+  float* a;    /* activation ping */
+  float* b;    /* activation pong */
+  double* acc; /* convolution accumulator */
+} cpu_worker;
+
+struct cpu_engine {
+  const model* m;
+  int threads;
+  cpu_worker* workers;
+};
+
+/* ---- the forward table ------------------------------------------------------------------- */
+
+typedef void (*cpu_layer_fn)(const model_layer* l, const float* in, float* out, cpu_worker* w);
+
+static void run_conv(const model_layer* l, const float* in, float* out, cpu_worker* w) {
+  cpu_conv2d(in, l->in.c, l->in.h, l->in.w, l->weights, l->bias, l->p.conv.k, l->p.conv.r,
+             l->p.conv.s, l->p.conv.stride, l->p.conv.pad, w->acc, out);
+}
+static void run_maxpool(const model_layer* l, const float* in, float* out, cpu_worker* w) {
+  (void)w;
+  cpu_maxpool(in, l->in.c, l->in.h, l->in.w, l->p.pool.r, l->p.pool.s, l->p.pool.stride, out);
+}
+static void run_relu(const model_layer* l, const float* in, float* out, cpu_worker* w) {
+  (void)w;
+  cpu_relu(in, model_shape_size(l->in), out);
+}
+static void run_fc(const model_layer* l, const float* in, float* out, cpu_worker* w) {
+  (void)w;
+  cpu_fc(in, (int)model_shape_size(l->in), l->weights, l->bias, l->p.fc.out, out);
+}
+static void run_lrn(const model_layer* l, const float* in, float* out, cpu_worker* w) {
+  (void)w;
+  cpu_lrn(in, l->in.c, l->in.h, l->in.w, l->p.lrn.n, l->p.lrn.alpha, l->p.lrn.beta, l->p.lrn.k,
+          out);
+}
+static void run_softmax(const model_layer* l, const float* in, float* out, cpu_worker* w) {
+  (void)w;
+  cpu_softmax(in, model_shape_size(l->in), out);
+}
+
+static const cpu_layer_fn cpu_layer_table[MODEL_OP_COUNT] = {
+    [MODEL_CONV] = run_conv,   [MODEL_MAXPOOL] = run_maxpool, [MODEL_RELU] = run_relu,
+    [MODEL_FC] = run_fc,       [MODEL_LRN] = run_lrn,         [MODEL_SOFTMAX] = run_softmax,
+};
+
+/* ---- plan ----------------------------------------------------------------------------------- */
+
+ttp_status cpu_engine_open(const model* m, int threads, cpu_engine** out, ttp_err* e) {
+  *out = NULL;
+  if (threads < 1 || threads > CPU_MAX_THREADS)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "threads must be 1..%d, not %d", CPU_MAX_THREADS,
+               threads);
+  size_t act = model_max_activation(m), acc = 1;
+  for (int i = 0; i < m->layer_count; i++)
+    if (m->layers[i].op == MODEL_CONV) {
+      size_t plane = (size_t)m->layers[i].out.h * m->layers[i].out.w;
+      if (plane > acc) acc = plane;
+    }
+  cpu_engine* eng = calloc(1, sizeof *eng);
+  if (!eng) return ERR_NOMEM(e, sizeof *eng);
+  eng->m = m;
+  eng->threads = threads;
+  eng->workers = calloc((size_t)threads, sizeof *eng->workers);
+  if (!eng->workers) {
+    cpu_engine_close(eng);
+    return ERR_NOMEM(e, (size_t)threads * sizeof(cpu_worker));
+  }
+  for (int t = 0; t < threads; t++) {
+    cpu_worker* w = &eng->workers[t];
+    w->a = malloc(act * sizeof *w->a);
+    w->b = malloc(act * sizeof *w->b);
+    w->acc = malloc(acc * sizeof *w->acc);
+    if (!w->a || !w->b || !w->acc) {
+      cpu_engine_close(eng);
+      return ERR_NOMEM(e, act * 2 * sizeof(float) + acc * sizeof(double));
+    }
+  }
+  *out = eng;
+  return TTP_OK;
+}
+
+void cpu_engine_close(cpu_engine* eng) {
+  if (!eng) return;
+  if (eng->workers)
+    for (int t = 0; t < eng->threads; t++) {
+      free(eng->workers[t].a);
+      free(eng->workers[t].b);
+      free(eng->workers[t].acc);
+    }
+  free(eng->workers);
+  free(eng);
+}
+
+/* ---- run ------------------------------------------------------------------------------------ */
+
+void cpu_engine_forward(cpu_engine* eng, int worker, const float* input, float* probs) {
+  const model* m = eng->m;
+  cpu_worker* w = &eng->workers[worker];
+  const float* in = input;
+  float* out = w->a;
+  for (int i = 0; i < m->layer_count; i++) {
+    const model_layer* l = &m->layers[i];
+    cpu_layer_table[l->op](l, in, out, w);
+    in = out;
+    out = out == w->a ? w->b : w->a;
+  }
+  memcpy(probs, in, (size_t)m->classes * sizeof *probs);
+}
+
+typedef struct cpu_job {
+  cpu_engine* eng;
+  int worker;
+  const uint8_t* images;
+  size_t begin, end;
+  float* probs;
+} cpu_job;
+
+static void* cpu_job_run(void* arg) {
+  cpu_job* job = arg;
+  const model* m = job->eng->m;
+  size_t pixels = model_shape_size(m->input);
+  /* The scaled input lives in the worker's pong buffer: the first layer writes to ping. */
+  float* input = job->eng->workers[job->worker].b;
+  for (size_t i = job->begin; i < job->end; i++) {
+    const uint8_t* img = job->images + i * pixels;
+    for (size_t j = 0; j < pixels; j++) input[j] = (float)img[j] / 255.0f;
+    cpu_engine_forward(job->eng, job->worker, input, job->probs + i * (size_t)m->classes);
+  }
+  return NULL;
+}
+
+void cpu_engine_run(cpu_engine* eng, const uint8_t* images, size_t count, float* probs) {
+  int threads = count < (size_t)eng->threads ? (int)count : eng->threads;
+  if (threads <= 1) {
+    cpu_job job = {eng, 0, images, 0, count, probs};
+    cpu_job_run(&job);
+    return;
+  }
+  cpu_job jobs[CPU_MAX_THREADS];
+  pthread_t ids[CPU_MAX_THREADS];
+  int started[CPU_MAX_THREADS] = {0};
+  for (int t = 0; t < threads; t++) {
+    jobs[t] = (cpu_job){eng, t, images, count * t / threads, count * (t + 1) / threads, probs};
+    /* Worker 0's share runs on the calling thread; so does any share whose thread would not
+       start, so a machine short of threads is slower, never wrong. */
+    if (t > 0) started[t] = pthread_create(&ids[t], NULL, cpu_job_run, &jobs[t]) == 0;
+  }
+  for (int t = 0; t < threads; t++)
+    if (!started[t]) cpu_job_run(&jobs[t]);
+  for (int t = 1; t < threads; t++)
+    if (started[t]) pthread_join(ids[t], NULL);
+}

@@ -1,0 +1,200 @@
+/* The pipeline handle: options, lifecycle (open = load, check, plan; close), the model's
+   description for callers, and classification, which hands batches to the engine and turns
+   probability vectors into results. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu/cpu_engine.h"
+#include "../io/model_mnistcudnn.h"
+#include "error.h"
+#include "model.h"
+#include "ttapipe.h"
+
+/* The engine works through a request in chunks of this many images per thread, so that the
+   probability buffer is sized once, at open. */
+enum { CHUNK_PER_THREAD = 64 };
+
+struct ttp_pipeline {
+  ttp_err err;
+  ttp_options options;
+  model* model;
+  ttp_model_info info;
+  ttp_layer_info* layers;
+  char (*details)[64];      /* layers[i].detail */
+  char (*index_labels)[12]; /* class names when the model has no labels.txt */
+  cpu_engine* cpu;
+  size_t chunk;             /* images per engine call */
+  float* probs;             /* chunk x classes, for callers that want no probabilities */
+};
+
+/* ---- version, status, build -------------------------------------------------------------- */
+
+unsigned ttp_version_number(void) { return TTP_VERSION_NUMBER; }
+
+const char* ttp_version_string(void) { return TTP_VERSION_STRING; }
+
+const char* ttp_status_string(ttp_status s) {
+  switch (s) {
+    case TTP_OK: return "ok";
+    case TTP_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case TTP_ERR_OUT_OF_MEMORY: return "out of memory";
+    case TTP_ERR_IO: return "input/output error";
+    case TTP_ERR_FORMAT: return "bad file format";
+    case TTP_ERR_MODEL: return "bad model";
+    case TTP_ERR_NO_GPU: return "no GPU";
+    case TTP_ERR_CUDA: return "CUDA error";
+    case TTP_ERR_CUDNN: return "cuDNN error";
+    case TTP_ERR_CUBLAS: return "cuBLAS error";
+    case TTP_ERR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+/* ---- options and lifecycle --------------------------------------------------------------- */
+
+void ttp_options_init(ttp_options* o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->engine = TTP_ENGINE_AUTO;
+  o->threads = 0;
+}
+
+/* The caller's options as this library knows them: fields beyond the caller's struct_size (an
+   older header) keep their defaults. */
+static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
+  ttp_options_init(&p->options);
+  size_t first_fields = offsetof(ttp_options, model_dir) + sizeof given->model_dir;
+  if (given->struct_size < first_fields)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT,
+               "ttp_options.struct_size is %zu: call ttp_options_init first", given->struct_size);
+  size_t n = given->struct_size < sizeof p->options ? given->struct_size : sizeof p->options;
+  memcpy(&p->options, given, n);
+  p->options.struct_size = sizeof p->options;
+  if (!p->options.model_dir)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no model directory given");
+  if (p->options.engine != TTP_ENGINE_AUTO && p->options.engine != TTP_ENGINE_CPU)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown engine %d", (int)p->options.engine);
+  if (p->options.threads < 0 || p->options.threads > CPU_MAX_THREADS)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "threads must be 0..%d, not %d",
+               CPU_MAX_THREADS, p->options.threads);
+  if (p->options.threads == 0) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    p->options.threads = cores < 1 ? 1 : cores > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)cores;
+  }
+  return TTP_OK;
+}
+
+/* The read-only description callers get through ttp_model and ttp_layer. */
+static ttp_status describe_model(ttp_pipeline* p) {
+  const model* m = p->model;
+  p->layers = calloc((size_t)m->layer_count, sizeof *p->layers);
+  p->details = calloc((size_t)m->layer_count, sizeof *p->details);
+  p->index_labels = calloc((size_t)m->classes, sizeof *p->index_labels);
+  if (!p->layers || !p->details || !p->index_labels)
+    return ERR_NOMEM(&p->err, (size_t)m->layer_count * (sizeof *p->layers + sizeof *p->details));
+  double flops = 0;
+  for (int i = 0; i < m->layer_count; i++) {
+    const model_layer* l = &m->layers[i];
+    model_describe(l, p->details[i], sizeof p->details[i]);
+    p->layers[i] = (ttp_layer_info){
+        .name = l->name,
+        .kind = model_op_name(l->op),
+        .detail = p->details[i],
+        .in_c = l->in.c, .in_h = l->in.h, .in_w = l->in.w,
+        .out_c = l->out.c, .out_h = l->out.h, .out_w = l->out.w,
+        .parameters = (long long)l->weight_count + (l->bias ? (long long)l->bias_count : 0),
+        .flops = 2.0 * l->macs,
+    };
+    flops += 2.0 * l->macs;
+  }
+  for (int k = 0; k < m->classes; k++) snprintf(p->index_labels[k], sizeof p->index_labels[k], "%d", k);
+  p->info = (ttp_model_info){
+      .input_channels = m->input.c, .input_rows = m->input.h, .input_cols = m->input.w,
+      .classes = m->classes,
+      .layers = m->layer_count,
+      .parameters = model_parameter_count(m),
+      .flops = flops,
+  };
+  return TTP_OK;
+}
+
+static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
+  if (!options) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no options given");
+  TRY(take_options(p, options));
+  TRY(io_load_mnistcudnn(p->options.model_dir, &p->model, &p->err));
+  TRY(describe_model(p));
+  TRY(cpu_engine_open(p->model, p->options.threads, &p->cpu, &p->err));
+  p->chunk = (size_t)p->options.threads * CHUNK_PER_THREAD;
+  p->probs = malloc(p->chunk * (size_t)p->model->classes * sizeof *p->probs);
+  if (!p->probs) return ERR_NOMEM(&p->err, p->chunk * (size_t)p->model->classes * sizeof(float));
+  return TTP_OK;
+}
+
+ttp_status ttp_open(const ttp_options* options, ttp_pipeline** out) {
+  if (!out) return TTP_ERR_INVALID_ARGUMENT;
+  *out = calloc(1, sizeof **out);
+  if (!*out) return TTP_ERR_OUT_OF_MEMORY;
+  return open_pipeline(*out, options);
+}
+
+void ttp_close(ttp_pipeline* p) {
+  if (!p) return;
+  cpu_engine_close(p->cpu);
+  free(p->probs);
+  free(p->layers);
+  free(p->details);
+  free(p->index_labels);
+  model_free(p->model);
+  free(p);
+}
+
+const char* ttp_last_error(const ttp_pipeline* p) {
+  if (!p) return "no pipeline (ttp_open could not allocate one)";
+  return p->err.status == TTP_OK ? "" : p->err.message;
+}
+
+/* ---- the model, for callers ---------------------------------------------------------------- */
+
+const ttp_model_info* ttp_model(const ttp_pipeline* p) {
+  return p && p->layers ? &p->info : NULL;
+}
+
+const ttp_layer_info* ttp_layer(const ttp_pipeline* p, int index) {
+  if (!p || !p->layers || index < 0 || index >= p->info.layers) return NULL;
+  return &p->layers[index];
+}
+
+const char* ttp_class_label(const ttp_pipeline* p, int class_index) {
+  if (!p || !p->index_labels || class_index < 0 || class_index >= p->info.classes) return NULL;
+  return p->model->labels ? p->model->labels[class_index] : p->index_labels[class_index];
+}
+
+/* ---- classifying ---------------------------------------------------------------------------- */
+
+static void pick(const float* probs, int classes, ttp_result* r) {
+  int best = 0;
+  for (int k = 1; k < classes; k++)
+    if (probs[k] > probs[best]) best = k;
+  *r = (ttp_result){best, probs[best], 0.0f};
+}
+
+ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
+                        float* probabilities) {
+  if (!p) return TTP_ERR_INVALID_ARGUMENT;
+  err_clear(&p->err);
+  if (!p->cpu) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  if (count == 0) return TTP_OK;
+  if (!images || !results)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify: images and results are required");
+  size_t pixels = model_shape_size(p->model->input), classes = (size_t)p->model->classes;
+  for (size_t first = 0; first < count; first += p->chunk) {
+    size_t n = count - first < p->chunk ? count - first : p->chunk;
+    float* probs = probabilities ? probabilities + first * classes : p->probs;
+    cpu_engine_run(p->cpu, images + first * pixels, n, probs);
+    for (size_t i = 0; i < n; i++) pick(probs + i * classes, (int)classes, &results[first + i]);
+  }
+  return TTP_OK;
+}

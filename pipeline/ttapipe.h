@@ -1,0 +1,233 @@
+/* ttapipe.h — classify small grayscale images in bulk with a LeNet-class CNN.
+ *
+ * ttapipe runs a small convolutional network (NVIDIA's mnistCUDNN LeNet and networks like it)
+ * over 28x28 8-bit grey images and returns, for each image, the most probable class and the
+ * softmax probabilities. This header is the whole public interface: the `ttapipe` command is
+ * written against it and nothing else.
+ *
+ * Usage (error handling shortened to one line each):
+ *
+ *     ttp_options o;
+ *     ttp_options_init(&o);
+ *     o.model_dir = "models/lenet-mnist";              // a directory in the mnistCUDNN layout
+ *     ttp_pipeline* p = NULL;
+ *     if (ttp_open(&o, &p) != TTP_OK) { fprintf(stderr, "%s\n", ttp_last_error(p)); ttp_close(p); return 1; }
+ *     ttp_result r[2];
+ *     uint8_t pixels[2 * 28 * 28];                     // two images, rows top first, 0 = black
+ *     ...
+ *     if (ttp_classify(p, pixels, 2, r, NULL) != TTP_OK) fprintf(stderr, "%s\n", ttp_last_error(p));
+ *     printf("%s %.4f\n", ttp_class_label(p, r[0].class_index), r[0].probability);
+ *     ttp_close(p);
+ *
+ * Threading: a pipeline is used by one thread at a time (it may start worker threads of its own
+ * inside a call); distinct pipelines are independent. Functions that take no pipeline are safe
+ * to call from any thread.
+ *
+ * Memory: the library owns every pointer it returns that is marked "owned by the pipeline"; such
+ * pointers stay valid until ttp_close. Buffers the reading functions allocate for the caller are
+ * released with ttp_free. The library keeps no pointer to caller memory after a call returns.
+ *
+ * Errors: every function that can fail returns a ttp_status. Functions on a pipeline record a
+ * one-line message in it (ttp_last_error); functions without a pipeline write it into a buffer
+ * the caller passes (error, error_size; TTP_ERROR_SIZE bytes always suffice). A message about
+ * bad input names the file and the problem; a failure inside the library also names the source
+ * file and line. The library never prints and never exits.
+ *
+ * Compatibility: status values never change meaning (new ones are appended); structs that the
+ * caller fills carry their size (ttp_options.struct_size) so that new fields can be appended
+ * without breaking callers compiled against an older header; structs the library returns by
+ * pointer may grow at their end. The header is the same whatever the build options: a CPU-only
+ * build returns TTP_ERR_NO_GPU where a GPU is required.
+ */
+#ifndef TTAPIPE_H
+#define TTAPIPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Version ------------------------------------------------------------------------------ */
+
+#define TTP_VERSION_MAJOR 0
+#define TTP_VERSION_MINOR 1
+#define TTP_VERSION_PATCH 0
+#define TTP_VERSION_NUMBER (TTP_VERSION_MAJOR * 10000 + TTP_VERSION_MINOR * 100 + TTP_VERSION_PATCH)
+#define TTP_QUOTE_(x) #x
+#define TTP_QUOTE(x) TTP_QUOTE_(x)
+#define TTP_VERSION_STRING \
+  TTP_QUOTE(TTP_VERSION_MAJOR) "." TTP_QUOTE(TTP_VERSION_MINOR) "." TTP_QUOTE(TTP_VERSION_PATCH)
+
+/* The version of the library actually linked: TTP_VERSION_NUMBER of its own header. */
+unsigned    ttp_version_number(void);
+/* "0.1.0"; static text, never NULL. */
+const char* ttp_version_string(void);
+
+/* ---- Status ------------------------------------------------------------------------------- */
+
+typedef enum ttp_status {
+  TTP_OK = 0,
+  TTP_ERR_INVALID_ARGUMENT = 1, /* a NULL where a pointer is required, a value out of its range */
+  TTP_ERR_OUT_OF_MEMORY = 2,    /* host or device memory could not be allocated */
+  TTP_ERR_IO = 3,               /* a file could not be opened or read */
+  TTP_ERR_FORMAT = 4,           /* a file's contents break its format: size, magic, values */
+  TTP_ERR_MODEL = 5,            /* a model's layers do not fit each other or the input */
+  TTP_ERR_NO_GPU = 6,           /* a GPU is required and there is none (or a CPU-only build) */
+  TTP_ERR_CUDA = 7,             /* the CUDA runtime failed */
+  TTP_ERR_CUDNN = 8,            /* cuDNN failed */
+  TTP_ERR_CUBLAS = 9,           /* cuBLAS failed */
+  TTP_ERR_INTERNAL = 10         /* a state the library should never reach: please report it */
+  /* Values are stable once released: append, never reorder. */
+} ttp_status;
+
+/* "ok", "invalid argument", ...; static text, never NULL (also for unknown values). */
+const char* ttp_status_string(ttp_status s);
+
+/* Buffer size that always holds a whole message (the functions without a pipeline). */
+#define TTP_ERROR_SIZE 1024
+
+/* ---- Options and lifecycle ---------------------------------------------------------------- */
+
+typedef struct ttp_pipeline ttp_pipeline; /* opaque */
+
+typedef enum ttp_engine {
+  TTP_ENGINE_AUTO = 0, /* the fastest engine this build and machine offer (today: cpu) */
+  TTP_ENGINE_CPU = 1   /* the plain C reference engine; runs everywhere */
+  /* Appended as engines arrive; values never change. */
+} ttp_engine;
+
+typedef struct ttp_options {
+  size_t struct_size;    /* sizeof(ttp_options) as the caller compiled it; ttp_options_init sets it */
+  const char* model_dir; /* a directory in the mnistCUDNN layout (see "Models"); required; read
+                            during ttp_open only */
+  ttp_engine engine;     /* default TTP_ENGINE_AUTO */
+  int threads;           /* worker threads of the CPU engine, 1..256; 0 (default) = one per
+                            online core */
+} ttp_options;
+
+/* Fills o with the defaults and sets o->struct_size. Call it before setting any field. */
+void ttp_options_init(ttp_options* o);
+
+/* Loads and checks the model and prepares the engine: everything that allocates happens here,
+   none of it in ttp_classify.
+   *out receives a pipeline even when opening fails (it is NULL only if the pipeline itself could
+   not be allocated), so that ttp_last_error can say why; call ttp_close on it in every case.
+   Returns TTP_OK; TTP_ERR_INVALID_ARGUMENT for bad options; TTP_ERR_IO, TTP_ERR_FORMAT or
+   TTP_ERR_MODEL for the model directory; TTP_ERR_OUT_OF_MEMORY. */
+ttp_status ttp_open(const ttp_options* options, ttp_pipeline** out);
+
+/* Releases everything the pipeline holds. Accepts NULL and pipelines whose ttp_open failed. */
+void ttp_close(ttp_pipeline* p);
+
+/* The message of the last failure on p, one line without a newline; "" after success.
+   Owned by the pipeline, valid until its next call. Never NULL, also for p == NULL. */
+const char* ttp_last_error(const ttp_pipeline* p);
+
+/* ---- Models ------------------------------------------------------------------------------- *
+ * A model directory holds NVIDIA's mnistCUDNN sample layout: raw little-endian float32 files
+ * without header, each of exactly this size:
+ *     conv1.bin 20x1x5x5, conv1.bias.bin 20, conv2.bin 50x20x5x5, conv2.bias.bin 50,
+ *     ip1.bin 500x800 (row-major [output][input]), ip1.bias.bin 500, ip2.bin 10x500, ip2.bias.bin 10
+ * and runs the sample's network on a 1x28x28 input scaled to [0,1] (pixel / 255):
+ *     conv1 5x5 + bias -> maxpool 2x2/2 -> conv2 5x5 + bias -> maxpool 2x2/2 -> ip1 + bias -> relu
+ *     -> lrn (n=5, alpha=1e-4, beta=0.75, k=1) -> ip2 + bias -> softmax
+ * An optional labels.txt gives one class name per line (as many lines as classes). Missing,
+ * short or over-long files and NaN or infinite weights are refused. */
+
+typedef struct ttp_model_info {
+  int input_channels, input_rows, input_cols; /* the input image: 1 x 28 x 28 */
+  int classes;                                /* length of the probability vector */
+  int layers;                                 /* ttp_layer(p, 0 .. layers-1) */
+  long long parameters;                       /* weights and biases */
+  double flops;                               /* per image and copy: 2 x multiply-adds of the
+                                                 conv and fc layers (the rest is under 1%) */
+} ttp_model_info;
+
+typedef struct ttp_layer_info {
+  const char* name;     /* "conv1", "pool1", ... */
+  const char* kind;     /* "conv", "maxpool", "relu", "fc", "lrn", "softmax" */
+  const char* detail;   /* parameters in words: "20x1x5x5 stride 1 pad 0" */
+  int in_c, in_h, in_w; /* input tensor of one image: channels x rows x columns */
+  int out_c, out_h, out_w;
+  long long parameters;
+  double flops;         /* as in ttp_model_info */
+} ttp_layer_info;
+
+/* The open model. Owned by the pipeline; NULL if p has no model (ttp_open failed). */
+const ttp_model_info* ttp_model(const ttp_pipeline* p);
+/* Layer index (0 = the first). Owned by the pipeline; NULL if index is out of range. */
+const ttp_layer_info* ttp_layer(const ttp_pipeline* p, int index);
+/* The class's name from labels.txt, or its index in decimal when the model has none. Owned by
+   the pipeline; NULL if class_index is out of range. */
+const char* ttp_class_label(const ttp_pipeline* p, int class_index);
+
+/* ---- Classifying -------------------------------------------------------------------------- */
+
+/* One image's answer. This struct is frozen: new per-image outputs come through new calls. */
+typedef struct ttp_result {
+  int class_index;   /* the most probable class, 0 .. classes-1 (the lowest index on a tie) */
+  float probability; /* its probability, 0..1 */
+  float spread;      /* the standard deviation of that class's probability across the augmented
+                        copies of the image: an uncertainty; 0 with one copy */
+} ttp_result;
+
+/* Classifies count images. images: count x input_rows x input_cols bytes, each image's rows
+   top first, 0 = black, 255 = white (the models expect light strokes on a dark ground).
+   results: count entries, written. probabilities: NULL, or count x classes floats, written with
+   each image's probability vector. count may be 0. Deterministic: an image's result does not
+   depend on count, on its position, or on the other images.
+   Returns TTP_OK, TTP_ERR_INVALID_ARGUMENT, or an engine failure (recorded in p). */
+ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
+                        float* probabilities);
+
+/* ---- Reading inputs (no pipeline needed) -------------------------------------------------- *
+ * On failure these write a one-line message naming the file into error (error_size bytes; error
+ * may be NULL) and leave nothing allocated. Files are treated as hostile: sizes are checked
+ * against the data actually present before anything is allocated for it. */
+
+typedef struct ttp_images {
+  uint8_t* pixels; /* count x rows x cols bytes; release with ttp_free */
+  size_t count;
+  int rows, cols;
+} ttp_images;
+
+/* Upper bound on the pixel bytes of one IDX file: larger declarations are refused. */
+#define TTP_IDX_MAX_BYTES ((size_t)1 << 34)
+
+/* Reads an IDX image file (magic 2051: unsigned bytes, 3 dimensions), plain or gzip-compressed.
+   Refuses a wrong magic, zero or absurd dimensions, truncated data and trailing bytes.
+   Returns TTP_OK, TTP_ERR_IO, TTP_ERR_FORMAT, TTP_ERR_OUT_OF_MEMORY, TTP_ERR_INVALID_ARGUMENT. */
+ttp_status ttp_read_idx_images(const char* path, ttp_images* out, char* error, size_t error_size);
+
+/* Reads an IDX label file (magic 2049: unsigned bytes, 1 dimension), plain or gzip-compressed,
+   into *labels (count bytes; release with ttp_free). Same checks and returns as above. */
+ttp_status ttp_read_idx_labels(const char* path, uint8_t** labels, size_t* count, char* error,
+                               size_t error_size);
+
+/* Reads one image file into pixels (rows x cols bytes, written only on success). Today: binary
+   8-bit PGM ("P5", maxval 1..255, scaled to 0..255) of exactly rows x cols.
+   Returns TTP_OK, TTP_ERR_IO, TTP_ERR_FORMAT, TTP_ERR_INVALID_ARGUMENT. */
+ttp_status ttp_read_image(const char* path, int rows, int cols, uint8_t* pixels, char* error,
+                          size_t error_size);
+
+/* Releases memory that a ttp_read_* function allocated. Accepts NULL. */
+void ttp_free(void* memory);
+
+/* ---- Machine ------------------------------------------------------------------------------ */
+
+/* The number of CUDA devices this process can use: 0 without a GPU, without a driver, or in a
+   CPU-only build. Initialises the CUDA runtime (the first call may take a moment) but selects
+   no device and creates no context. */
+int ttp_gpu_count(void);
+
+/* One line describing how the library was built: "ttapipe 0.1.0, CUDA 13.0, cuDNN 9.19.0, ..."
+   or "ttapipe 0.1.0, CPU only". Static text, never NULL. */
+const char* ttp_build_string(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TTAPIPE_H */

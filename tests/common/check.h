@@ -1,0 +1,54 @@
+/* What every test shares: loud failure, a seeded random source, NaN poisoning, tolerance
+   comparison that prints the first mismatches, and scratch directories. Tests may print and
+   exit; library code never does. */
+#ifndef TTP_TEST_CHECK_H
+#define TTP_TEST_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ctest counts a test that exits with this code as skipped. */
+enum { TEST_SKIP = 77 };
+
+#define CHECK(cond, ...)                                                  \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                       \
+      fputc('\n', stderr);                                                \
+      exit(1);                                                            \
+    }                                                                     \
+  } while (0)
+
+/* A deterministic generator (splitmix64): each test states its seed. */
+typedef struct test_rng {
+  uint64_t state;
+} test_rng;
+uint64_t test_rng_next(test_rng* r);
+double test_uniform(test_rng* r, double lo, double hi); /* [lo, hi) */
+int test_int(test_rng* r, int lo, int hi);              /* [lo, hi] */
+
+void test_fill_uniform(test_rng* r, float* x, size_t n, double lo, double hi);
+void test_poison(float* x, size_t n); /* NaN everywhere */
+
+/* Counts i with |got - want| > atol + rtol |want| (NaN always counts) and prints the first five
+   with their indices under `what`. */
+size_t test_compare(const char* what, const float* got, const double* want, size_t n,
+                    double atol, double rtol);
+
+/* A fresh directory under $TMPDIR (or /tmp), removed with everything in it by
+   test_remove_tree. */
+char* test_make_dir(void);
+void test_remove_tree(const char* path);
+
+/* path = dir/name in a static buffer that the next call overwrites. */
+const char* test_path(const char* dir, const char* name);
+
+void test_write_file(const char* path, const void* data, size_t size);
+/* The message must be one line and contain every fragment given after it. */
+#define EXPECT_MESSAGE(message, ...) test_expect_message((message), __VA_ARGS__, (const char*)NULL)
+void test_expect_message(const char* message, ...);
+
+#endif

@@ -1,0 +1,33 @@
+/* Generated inputs for tests: model directories in the mnistCUDNN layout with random weights,
+   IDX files (plain or gzip) and PGM images. The sizes here are written from the format's
+   description (shared/datasets/README.md), independently of io/. */
+#ifndef TTP_TEST_FIXTURES_H
+#define TTP_TEST_FIXTURES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct fixture_file {
+  const char* name;
+  size_t floats;
+} fixture_file;
+
+/* The eight weight files of a mnistCUDNN model directory. */
+enum { FIXTURE_MODEL_FILES = 8 };
+extern const fixture_file fixture_model_files[FIXTURE_MODEL_FILES];
+
+/* The values file `index` holds in a model written with `seed`: uniform in +-1/sqrt(fan-in),
+   so that activations stay in a sensible range. */
+void fixture_weights(uint64_t seed, int index, float* out);
+
+/* Writes the eight files (little-endian float32) into dir, which must exist. */
+void fixture_model_dir(const char* dir, uint64_t seed);
+
+/* Writes an IDX file: magic 0x0800 | ndims, the dims big-endian, then the data; gzip if gz. */
+void fixture_idx(const char* path, int ndims, const uint32_t* dims, const uint8_t* data, size_t n,
+                 int gz);
+
+/* Writes a binary PGM (P5) with a comment line in its header. */
+void fixture_pgm(const char* path, int rows, int cols, int maxval, const uint8_t* pixels);
+
+#endif

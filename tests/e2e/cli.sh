@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# End-to-end tests of the ttapipe command on generated inputs: help and usage errors (exit 2),
+# eval, classify and info on a generated model, and one clear error line with exit 1 (never a
+# crash) for truncated, empty, wrong-magic and absurdly sized model and IDX files.
+# Usage: cli.sh TTAPIPE TTP_FIXTURE SHARED_DATASETS_DIR
+set -u
+ttapipe=$1 fixture=$2 shared=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/ttapipe-cli-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# run CODE ARGS...: runs ttapipe, keeps its output in $work/out and $work/err, checks the code.
+run() {
+  local want=$1; shift
+  "$ttapipe" "$@" >"$work/out" 2>"$work/err"
+  local got=$?
+  if [ "$got" -ne "$want" ]; then
+    fail "ttapipe $* exited $got, want $want"; sed 's/^/  stderr: /' "$work/err" | head -5
+  fi
+}
+# one_error PATTERN: stderr is exactly one line and holds PATTERN.
+one_error() {
+  local lines; lines=$(wc -l <"$work/err")
+  [ "$lines" -eq 1 ] || fail "stderr has $lines lines, want 1: $(head -3 "$work/err")"
+  grep -qF -- "$1" "$work/err" || fail "stderr lacks '$1': $(cat "$work/err")"
+}
+out_has() { grep -qF -- "$1" "$work/out" || fail "stdout lacks '$1'"; }
+
+# --- help and usage errors ----------------------------------------------------------------------
+run 0 --help; out_has "Commands:"
+run 0 --version; out_has "ttapipe "
+run 2
+run 2 frobnicate; grep -q "unknown command" "$work/err" || fail "unknown command not named"
+for cmd in eval classify info; do
+  run 0 "$cmd" --help; out_has "Usage: ttapipe $cmd"; out_has "--model DIR"
+  run 2 "$cmd" --no-such-option; grep -q "unknown option '--no-such-option'" "$work/err" \
+    || fail "$cmd: unknown option not named"
+  run 2 "$cmd" --model; grep -q "needs a value" "$work/err" || fail "$cmd: missing value"
+done
+run 2 eval --images a --labels b; grep -q -- "--model is required" "$work/err" || fail "no --model"
+run 2 info --model m extra; grep -q "unexpected argument 'extra'" "$work/err" || fail "extra arg"
+run 2 classify --model m; grep -q "no image files" "$work/err" || fail "classify without files"
+
+# --- a generated model and data ----------------------------------------------------------------
+m=$work/model
+"$fixture" model "$m" 11
+"$fixture" images "$work/img.gz" 97 28 28 1 gz
+"$fixture" labels "$work/lab.gz" 97 10 2 gz
+"$fixture" images "$work/img" 97 28 28 1
+"$fixture" labels "$work/lab" 97 10 2
+run 0 info --model "$m"; out_has "conv2"; out_has "431080"; out_has "4.586"
+run 0 eval --model "$m" --images "$work/img.gz" --labels "$work/lab.gz" --threads 2
+out_has "accuracy"; out_has "of 97)"; out_has "confusion matrix"
+cp "$work/out" "$work/eval.gz.txt"
+run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --threads=1
+# Plain and gzip files, one thread or two: the same accuracy line.
+grep accuracy "$work/out" | cmp -s - <(grep accuracy "$work/eval.gz.txt") \
+  || fail "plain and gzip evaluations differ"
+run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --offset 90 --limit 5
+out_has "90 to 94 of 97"; out_has "of 5)"
+run 2 eval --model "$m" --images "$work/img" --labels "$work/lab" --limit 0
+run 2 eval --model "$m" --images "$work/img" --labels "$work/lab" --offset -1
+run 2 eval --model "$m" --images "$work/img" --labels "$work/lab" --threads x
+run 1 eval --model "$m" --images "$work/img" --labels "$work/lab" --offset 97; one_error "past the 97"
+"$fixture" labels "$work/lab96" 96 10 2
+run 1 eval --model "$m" --images "$work/img" --labels "$work/lab96"; one_error "96 labels for the 97 images"
+"$fixture" labels "$work/lab11" 97 11 3
+run 1 eval --model "$m" --images "$work/img" --labels "$work/lab11"; one_error "model has 10 classes"
+"$fixture" images "$work/img27" 5 27 28 1
+run 1 eval --model "$m" --images "$work/img27" --labels "$work/lab"; one_error "images are 27x28"
+
+# --- bad IDX files: one error line, exit 1 -------------------------------------------------------
+: >"$work/empty"
+run 1 eval --model "$m" --images "$work/empty" --labels "$work/lab"; one_error "$work/empty: empty file"
+head -c 5000 "$work/img" >"$work/trunc"
+run 1 eval --model "$m" --images "$work/trunc" --labels "$work/lab"; one_error "$work/trunc: truncated"
+head -c 3000 "$work/img.gz" >"$work/trunc.gz"
+run 1 eval --model "$m" --images "$work/trunc.gz" --labels "$work/lab"; one_error "$work/trunc.gz: truncated"
+run 1 eval --model "$m" --images "$work/lab" --labels "$work/lab"; one_error "not an IDX images file"
+run 1 eval --model "$m" --images "$work/img" --labels "$work/img"; one_error "not an IDX labels file"
+printf '\x00\x00\x08\x03\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff' >"$work/absurd"
+run 1 eval --model "$m" --images "$work/absurd" --labels "$work/lab"; one_error "declares more than"
+run 1 eval --model "$m" --images "$work/nothing" --labels "$work/lab"; one_error "cannot open"
+
+# --- bad model files: one error line, exit 1 -----------------------------------------------------
+bad_model() { # NAME: a copy of the model for one spoiled file
+  rm -rf "$work/bad"; cp -r "$m" "$work/bad"; echo "$work/bad/$1"
+}
+f=$(bad_model conv2.bin); head -c 99999 "$m/conv2.bin" >"$f"
+run 1 info --model "$work/bad"; one_error "conv2.bin: expected 100000 bytes (25000 float32), found 99999"
+f=$(bad_model ip1.bias.bin); : >"$f"
+run 1 eval --model "$work/bad" --images "$work/img" --labels "$work/lab"; one_error "ip1.bias.bin: expected 2000 bytes (500 float32), found 0"
+f=$(bad_model ip2.bin); cat "$m/ip2.bin" "$m/ip2.bin" >"$f"
+run 1 info --model "$work/bad"; one_error "found 40000"
+f=$(bad_model conv1.bin); rm "$f"
+run 1 info --model "$work/bad"; one_error "conv1.bin: cannot open"
+f=$(bad_model conv1.bias.bin); printf '\x00\x00\xc0\x7f' | dd of="$f" bs=1 seek=8 conv=notrunc status=none
+run 1 info --model "$work/bad"; one_error "conv1.bias.bin: value 2 is NaN"
+f=$(bad_model labels.txt); printf 'a\nb\n' >"$f"
+run 1 info --model "$work/bad"; one_error "labels.txt: 2 names for the model's 10 classes"
+run 1 info --model "$work/missing-dir"; one_error "cannot open"
+
+# --- classify: rows in order, bad files as error rows, exit 3 ------------------------------------
+"$fixture" pgm "$work/a.pgm" 28 28 5
+"$fixture" pgm "$work/b, \"q\".pgm" 28 28 6
+"$fixture" pgm "$work/small.pgm" 20 20 7
+run 3 classify --model "$m" "$work/a.pgm" "$work/b, \"q\".pgm" "$work/small.pgm" "$work/none.pgm" "$work/a.pgm"
+[ "$(wc -l <"$work/out")" -eq 6 ] || fail "classify printed $(wc -l <"$work/out") lines, want 6"
+sed -n 2p "$work/out" | grep -q "^$work/a.pgm,ok,[0-9]," || fail "row 1: $(sed -n 2p "$work/out")"
+sed -n 3p "$work/out" | grep -qF "\"$work/b, \"\"q\"\".pgm\",ok," || fail "row 2 not quoted: $(sed -n 3p "$work/out")"
+sed -n 4p "$work/out" | grep -q "image is 20x20" || fail "row 3: $(sed -n 4p "$work/out")"
+sed -n 5p "$work/out" | grep -q "cannot open" || fail "row 4: $(sed -n 5p "$work/out")"
+[ "$(sed -n 2p "$work/out")" = "$(sed -n 6p "$work/out")" ] || fail "the same file twice differs"
+run 0 classify --model "$m" "$work/a.pgm"
+
+# --- NVIDIA's model on the MNIST test set, where ../shared is present ----------------------------
+if [ -d "$shared/mnist" ] && [ -d "$shared/mnistcudnn" ]; then
+  run 0 eval --model "$shared/mnistcudnn" --images "$shared/mnist/t10k-images-idx3-ubyte.gz" \
+    --labels "$shared/mnist/t10k-labels-idx1-ubyte.gz" --limit 1000
+  acc=$(sed -n 's/^accuracy  *\([0-9.]*\)%.*/\1/p' "$work/out")
+  awk -v a="$acc" 'BEGIN { exit !(a >= 98.0) }' || fail "NVIDIA's model: accuracy $acc% on 1000 images"
+  run 0 classify --model "$shared/mnistcudnn" "$shared/mnistcudnn/one_28x28.pgm" \
+    "$shared/mnistcudnn/three_28x28.pgm" "$shared/mnistcudnn/five_28x28.pgm"
+  cut -d, -f3 "$work/out" | tail -3 | tr '\n' ' ' | grep -q "^1 3 5 $" || fail "1 3 5: $(cat "$work/out")"
+else
+  echo "note: $shared absent; the checks on NVIDIA's model were not run"
+fi
+
+if [ "$failures" -ne 0 ]; then echo "$failures failures"; exit 1; fi
+echo "cli: all checks passed"

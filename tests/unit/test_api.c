@@ -1,0 +1,171 @@
+/* The public API's contracts on a generated model: version and status strings, options with
+   their struct_size, half-open pipelines, argument checks, and ttp_classify's determinism
+   (results independent of the request size, of the image's position, of the chunking inside,
+   and of the number of threads). */
+#include <math.h>
+#include <string.h>
+
+#include "../common/check.h"
+#include "../common/fixtures.h"
+#include "ttapipe.h"
+
+static ttp_pipeline* open_model(const char* dir, int threads) {
+  ttp_options o;
+  ttp_options_init(&o);
+  o.model_dir = dir;
+  o.threads = threads;
+  ttp_pipeline* p = NULL;
+  CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
+  CHECK(ttp_last_error(p)[0] == '\0', "message after a successful open");
+  return p;
+}
+
+static void test_version_and_status(void) {
+  CHECK(ttp_version_number() == TTP_VERSION_NUMBER, "linked %u, header %d", ttp_version_number(),
+        TTP_VERSION_NUMBER);
+  char v[32];
+  snprintf(v, sizeof v, "%d.%d.%d", TTP_VERSION_MAJOR, TTP_VERSION_MINOR, TTP_VERSION_PATCH);
+  CHECK(strcmp(ttp_version_string(), v) == 0, "version %s", ttp_version_string());
+  CHECK(strstr(ttp_build_string(), v), "build string %s", ttp_build_string());
+  /* Every status has its own text; unknown values get one too. */
+  for (int s = 0; s <= TTP_ERR_INTERNAL; s++) {
+    CHECK(ttp_status_string((ttp_status)s) && strcmp(ttp_status_string((ttp_status)s), "unknown status"),
+          "status %d has no text", s);
+    for (int t = 0; t < s; t++)
+      CHECK(strcmp(ttp_status_string((ttp_status)s), ttp_status_string((ttp_status)t)),
+            "statuses %d and %d share a text", s, t);
+  }
+  CHECK(strcmp(ttp_status_string((ttp_status)999), "unknown status") == 0, "unknown status text");
+  CHECK(TTP_OK == 0 && TTP_ERR_INVALID_ARGUMENT == 1 && TTP_ERR_INTERNAL == 10,
+        "status values moved");
+  CHECK(ttp_gpu_count() >= 0, "gpu count");
+}
+
+static void test_options(const char* dir) {
+  ttp_pipeline* p = NULL;
+  CHECK(ttp_open(NULL, &p) == TTP_ERR_INVALID_ARGUMENT, "NULL options accepted");
+  EXPECT_MESSAGE(ttp_last_error(p), "no options");
+  ttp_close(p);
+  CHECK(ttp_open(NULL, NULL) == TTP_ERR_INVALID_ARGUMENT, "NULL out accepted");
+  ttp_close(NULL);
+  CHECK(strlen(ttp_last_error(NULL)) > 0, "no message without a pipeline");
+
+  ttp_options o;
+  memset(&o, 0, sizeof o); /* ttp_options_init forgotten */
+  o.model_dir = dir;
+  CHECK(ttp_open(&o, &p) == TTP_ERR_INVALID_ARGUMENT, "struct_size 0 accepted");
+  EXPECT_MESSAGE(ttp_last_error(p), "struct_size", "ttp_options_init");
+  ttp_close(p);
+
+  /* A caller compiled against an older, shorter ttp_options: the fields it lacks default. */
+  ttp_options_init(&o);
+  o.model_dir = dir;
+  o.threads = 9999; /* beyond the old struct: must be ignored */
+  o.struct_size = offsetof(ttp_options, model_dir) + sizeof o.model_dir;
+  CHECK(ttp_open(&o, &p) == TTP_OK, "old options refused: %s", ttp_last_error(p));
+  ttp_close(p);
+
+  ttp_options_init(&o);
+  o.model_dir = dir;
+  o.threads = 257;
+  CHECK(ttp_open(&o, &p) == TTP_ERR_INVALID_ARGUMENT, "threads 257 accepted");
+  EXPECT_MESSAGE(ttp_last_error(p), "threads");
+  ttp_close(p);
+  o.threads = 1;
+  o.engine = (ttp_engine)42;
+  CHECK(ttp_open(&o, &p) == TTP_ERR_INVALID_ARGUMENT, "engine 42 accepted");
+  EXPECT_MESSAGE(ttp_last_error(p), "engine 42");
+  ttp_close(p);
+  ttp_options_init(&o);
+  CHECK(ttp_open(&o, &p) == TTP_ERR_INVALID_ARGUMENT, "no model dir accepted");
+  ttp_close(p);
+}
+
+static void test_description(const char* dir) {
+  ttp_pipeline* p = open_model(dir, 1);
+  const ttp_model_info* m = ttp_model(p);
+  CHECK(m && m->classes == 10 && m->layers == 9 && m->input_rows == 28 && m->input_cols == 28 &&
+            m->input_channels == 1,
+        "model info");
+  CHECK(m->parameters == 431080, "parameters %lld", m->parameters);
+  CHECK(fabs(m->flops - 2.0 * 2293000) < 0.5, "flops %.0f", m->flops);
+  const ttp_layer_info* l = ttp_layer(p, 2);
+  CHECK(l && strcmp(l->name, "conv2") == 0 && strcmp(l->kind, "conv") == 0 && l->in_c == 20 &&
+            l->out_c == 50 && l->out_h == 8 && l->parameters == 25050,
+        "conv2 info");
+  CHECK(strcmp(l->detail, "50x20x5x5 stride 1 pad 0") == 0, "conv2 detail %s", l->detail);
+  CHECK(!ttp_layer(p, -1) && !ttp_layer(p, 9), "layer index out of range answered");
+  CHECK(strcmp(ttp_class_label(p, 7), "7") == 0 && !ttp_class_label(p, 10), "index labels");
+  ttp_close(p);
+}
+
+/* The probabilities of each image, classified in one request of all, must equal those of the
+   image alone, at any position, with any thread count, bit for bit. */
+static void test_determinism(const char* dir) {
+  enum { COUNT = 301, PIXELS = 28 * 28, CLASSES = 10 };
+  test_rng rng = {31};
+  uint8_t* images = malloc((size_t)COUNT * PIXELS);
+  for (size_t i = 0; i < (size_t)COUNT * PIXELS; i++) images[i] = (uint8_t)test_int(&rng, 0, 255);
+  float* all = malloc(sizeof(float) * COUNT * CLASSES);
+  ttp_result* results = malloc(sizeof *results * COUNT);
+  test_poison(all, (size_t)COUNT * CLASSES);
+  memset(results, 0xff, sizeof *results * COUNT);
+  ttp_pipeline* p1 = open_model(dir, 1); /* 1 thread: chunks of 64, so 301 spans five */
+  CHECK(ttp_classify(p1, images, COUNT, results, all) == TTP_OK, "%s", ttp_last_error(p1));
+  for (int i = 0; i < COUNT; i++) {
+    double sum = 0;
+    int best = 0;
+    for (int k = 0; k < CLASSES; k++) {
+      CHECK(all[i * CLASSES + k] >= 0 && all[i * CLASSES + k] <= 1, "image %d p%d = %g", i, k,
+            all[i * CLASSES + k]);
+      sum += all[i * CLASSES + k];
+      if (all[i * CLASSES + k] > all[i * CLASSES + best]) best = k;
+    }
+    CHECK(fabs(sum - 1) < 1e-5, "image %d sums to %f", i, sum);
+    CHECK(results[i].class_index == best && results[i].probability == all[i * CLASSES + best] &&
+              results[i].spread == 0.0f,
+          "image %d: result %d %f disagrees with its probabilities", i, results[i].class_index,
+          results[i].probability);
+  }
+  ttp_pipeline* p3 = open_model(dir, 3);
+  float one[CLASSES];
+  ttp_result r;
+  for (int i = 0; i < COUNT; i += 7) {
+    test_poison(one, CLASSES);
+    CHECK(ttp_classify(p3, images + (size_t)i * PIXELS, 1, &r, one) == TTP_OK, "alone");
+    CHECK(memcmp(one, all + i * CLASSES, sizeof one) == 0, "image %d alone differs", i);
+  }
+  /* The images in reverse order, results without probabilities. */
+  uint8_t* reversed = malloc((size_t)COUNT * PIXELS);
+  for (int i = 0; i < COUNT; i++)
+    memcpy(reversed + (size_t)i * PIXELS, images + (size_t)(COUNT - 1 - i) * PIXELS, PIXELS);
+  ttp_result* back = malloc(sizeof *back * COUNT);
+  CHECK(ttp_classify(p3, reversed, COUNT, back, NULL) == TTP_OK, "reversed");
+  for (int i = 0; i < COUNT; i++)
+    CHECK(back[COUNT - 1 - i].class_index == results[i].class_index &&
+              back[COUNT - 1 - i].probability == results[i].probability,
+          "image %d reversed differs", i);
+
+  CHECK(ttp_classify(p3, images, 0, NULL, NULL) == TTP_OK, "count 0 refused");
+  CHECK(ttp_classify(p3, NULL, 1, &r, NULL) == TTP_ERR_INVALID_ARGUMENT, "NULL images accepted");
+  EXPECT_MESSAGE(ttp_last_error(p3), "images and results are required");
+  CHECK(ttp_classify(p3, images, 1, &r, NULL) == TTP_OK && ttp_last_error(p3)[0] == '\0',
+        "the error outlived a good call");
+  CHECK(ttp_classify(NULL, images, 1, &r, NULL) == TTP_ERR_INVALID_ARGUMENT, "NULL pipeline");
+  ttp_close(p1);
+  ttp_close(p3);
+  free(images), free(all), free(results), free(reversed), free(back);
+}
+
+int main(void) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", test_make_dir());
+  fixture_model_dir(dir, 3);
+  test_version_and_status();
+  test_options(dir);
+  test_description(dir);
+  test_determinism(dir);
+  test_remove_tree(dir);
+  printf("api: contracts hold\n");
+  return 0;
+}
