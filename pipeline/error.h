@@ -12,6 +12,10 @@
 
 #include "ttapipe.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ERR_MESSAGE_SIZE 1024
 
 typedef struct ttp_err {
@@ -32,6 +36,10 @@ void err_clear(ttp_err* e);
 
 /* Copies the message into a caller's buffer of size bytes (buffer may be NULL). */
 void err_copy_out(const ttp_err* e, char* buffer, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #define ERR(e, status, ...) err_set((e), (status), __FILE__, __LINE__, __VA_ARGS__)
 

@@ -6,8 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cpu/cpu_engine.h"
+#include "../augment/tta.h"
 #include "../io/model_mnistcudnn.h"
+#include "cpu/cpu_engine.h"
 #include "error.h"
 #include "model.h"
 #include "ttapipe.h"
@@ -20,6 +21,8 @@ struct ttp_pipeline {
   ttp_err err;
   ttp_options options;
   model* model;
+  aug_spec spec;            /* the augmentation, checked */
+  ttp_merge merge;
   ttp_model_info info;
   ttp_layer_info* layers;
   char (*details)[64];      /* layers[i].detail */
@@ -84,6 +87,8 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     p->options.threads = cores < 1 ? 1 : cores > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)cores;
   }
+  TRY(aug_spec_from(p->options.tta, &p->spec, &p->merge, &p->err));
+  p->options.tta = NULL; /* the caller's struct need not outlive ttp_open */
   return TTP_OK;
 }
 
@@ -125,8 +130,11 @@ static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
   if (!options) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no options given");
   TRY(take_options(p, options));
   TRY(io_load_mnistcudnn(p->options.model_dir, &p->model, &p->err));
+  if (p->model->input.c != 1)
+    return ERR(&p->err, TTP_ERR_MODEL, "%s: the model takes %d channels; ttapipe classifies grey "
+               "images (1 channel)", p->options.model_dir, p->model->input.c);
   TRY(describe_model(p));
-  TRY(cpu_engine_open(p->model, p->options.threads, &p->cpu, &p->err));
+  TRY(cpu_engine_open(p->model, p->options.threads, &p->spec, p->merge, &p->cpu, &p->err));
   p->chunk = (size_t)p->options.threads * CHUNK_PER_THREAD;
   p->probs = malloc(p->chunk * (size_t)p->model->classes * sizeof *p->probs);
   if (!p->probs) return ERR_NOMEM(&p->err, p->chunk * (size_t)p->model->classes * sizeof(float));
@@ -174,13 +182,6 @@ const char* ttp_class_label(const ttp_pipeline* p, int class_index) {
 
 /* ---- classifying ---------------------------------------------------------------------------- */
 
-static void pick(const float* probs, int classes, ttp_result* r) {
-  int best = 0;
-  for (int k = 1; k < classes; k++)
-    if (probs[k] > probs[best]) best = k;
-  *r = (ttp_result){best, probs[best], 0.0f};
-}
-
 ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
                         float* probabilities) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
@@ -192,9 +193,8 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
   size_t pixels = model_shape_size(p->model->input), classes = (size_t)p->model->classes;
   for (size_t first = 0; first < count; first += p->chunk) {
     size_t n = count - first < p->chunk ? count - first : p->chunk;
-    float* probs = probabilities ? probabilities + first * classes : p->probs;
-    cpu_engine_run(p->cpu, images + first * pixels, n, probs);
-    for (size_t i = 0; i < n; i++) pick(probs + i * classes, (int)classes, &results[first + i]);
+    float* merged = probabilities ? probabilities + first * classes : p->probs;
+    cpu_engine_run(p->cpu, images + first * pixels, n, results + first, merged);
   }
   return TTP_OK;
 }

@@ -88,6 +88,61 @@ const char* ttp_status_string(ttp_status s);
 /* Buffer size that always holds a whole message (the functions without a pipeline). */
 #define TTP_ERROR_SIZE 1024
 
+/* ---- Test-time augmentation --------------------------------------------------------------- *
+ * Each image is classified as N copies, each changed a little, and the N softmax outputs are
+ * merged into one result. Copy c of an image (rows x cols, pixel bytes I) is made so:
+ *
+ *   1. its parameters: dx, dy uniform integers in -shift..shift; contrast uniform in
+ *      [contrast_min, contrast_max); brightness uniform in [brightness_min, brightness_max);
+ *   2. for each output pixel (y, x): x0 = I[y - dy][x - dx] / 255 (in float; 0 where that lies
+ *      outside the image: the image moves right by dx and down by dy, black comes in);
+ *   3. v = contrast * x0; v = v + brightness; v = v + n(y, x), each step rounded to float, with
+ *      n uniform in [-noise, noise) or, for TTP_NOISE_GAUSSIAN, normal with standard deviation
+ *      noise;
+ *   4. v clamped to [0, 1] when clamp is set.
+ *
+ * With keep_original (the default) copy 0 is the image itself: I / 255, unchanged and without
+ * noise. Every random number comes from Philox4x32-10 keyed by the seed, with a counter made of
+ * a 64-bit hash of the image's pixels, the copy index c and the number's purpose: copy c of an
+ * image is the same whatever batch, position, engine, thread count or machine it meets, so a
+ * prediction is a function of (model, TTA settings, seed, image) alone. The GPU makes the same
+ * copies bit for bit.
+ *
+ * The defaults of ttp_tta_init (with copies = 5) are the setting found best for hand-drawn
+ * digits: shifts of up to 2 pixels, contrast 0.85..1.15, brightness -0.05..+0.05, uniform noise
+ * of amplitude 0.04, mean of the softmax outputs. ttp_tta_init sets copies = 1: no augmentation. */
+
+typedef enum ttp_merge {
+  TTP_MERGE_MEAN = 0,  /* the mean of the N probability vectors (default) */
+  TTP_MERGE_VOTE = 1,  /* majority of the copies' classes; ties go to the higher mean probability;
+                          the probability vector is the share of votes */
+  TTP_MERGE_MAX = 2,   /* each class's highest probability over the copies, normalised */
+  TTP_MERGE_GMEAN = 3  /* geometric mean (probabilities floored at 1e-30), normalised */
+} ttp_merge;
+
+typedef enum ttp_noise {
+  TTP_NOISE_UNIFORM = 0, /* uniform in [-noise, noise) */
+  TTP_NOISE_GAUSSIAN = 1 /* normal, standard deviation noise */
+} ttp_noise;
+
+typedef struct ttp_tta {
+  size_t struct_size;               /* sizeof(ttp_tta); set by ttp_tta_init */
+  int copies;                       /* N, 1..64; 1 = no augmentation (default 1) */
+  int keep_original;                /* copy 0 is the untouched image (default 1) */
+  int shift;                        /* largest shift in pixels, 0..16 (default 2) */
+  float contrast_min, contrast_max; /* 0 <= min <= max <= 16 (default 0.85, 1.15) */
+  float brightness_min, brightness_max; /* -1 <= min <= max <= 1 (default -0.05, 0.05) */
+  float noise;                      /* amplitude (uniform) or standard deviation (Gaussian), in
+                                       units of full white, 0..1 (default 0.04) */
+  ttp_noise noise_kind;             /* default TTP_NOISE_UNIFORM */
+  int clamp;                        /* clamp pixels to [0, 1] (default 1) */
+  uint64_t seed;                    /* default 0 */
+  ttp_merge merge;                  /* default TTP_MERGE_MEAN */
+} ttp_tta;
+
+/* Fills t with the defaults above (copies = 1) and sets t->struct_size. */
+void ttp_tta_init(ttp_tta* t);
+
 /* ---- Options and lifecycle ---------------------------------------------------------------- */
 
 typedef struct ttp_pipeline ttp_pipeline; /* opaque */
@@ -105,6 +160,8 @@ typedef struct ttp_options {
   ttp_engine engine;     /* default TTP_ENGINE_AUTO */
   int threads;           /* worker threads of the CPU engine, 1..256; 0 (default) = one per
                             online core */
+  const ttp_tta* tta;    /* test-time augmentation; NULL (default) = none. Read during ttp_open
+                            only. */
 } ttp_options;
 
 /* Fills o with the defaults and sets o->struct_size. Call it before setting any field. */
@@ -114,7 +171,8 @@ void ttp_options_init(ttp_options* o);
    none of it in ttp_classify.
    *out receives a pipeline even when opening fails (it is NULL only if the pipeline itself could
    not be allocated), so that ttp_last_error can say why; call ttp_close on it in every case.
-   Returns TTP_OK; TTP_ERR_INVALID_ARGUMENT for bad options; TTP_ERR_IO, TTP_ERR_FORMAT or
+   Returns TTP_OK; TTP_ERR_INVALID_ARGUMENT for bad options (a TTA field out of its range
+   included); TTP_ERR_IO, TTP_ERR_FORMAT or
    TTP_ERR_MODEL for the model directory; TTP_ERR_OUT_OF_MEMORY. */
 ttp_status ttp_open(const ttp_options* options, ttp_pipeline** out);
 
@@ -165,10 +223,12 @@ const char* ttp_class_label(const ttp_pipeline* p, int class_index);
 
 /* ---- Classifying -------------------------------------------------------------------------- */
 
-/* One image's answer. This struct is frozen: new per-image outputs come through new calls. */
+/* One image's answer after the merge of its copies. This struct is frozen: new per-image outputs
+   come through new calls. */
 typedef struct ttp_result {
-  int class_index;   /* the most probable class, 0 .. classes-1 (the lowest index on a tie) */
-  float probability; /* its probability, 0..1 */
+  int class_index;   /* the merged vector's most probable class, 0 .. classes-1 (the lowest index
+                        on a tie), or the vote's winner */
+  float probability; /* its merged probability, 0..1 */
   float spread;      /* the standard deviation of that class's probability across the augmented
                         copies of the image: an uncertainty; 0 with one copy */
 } ttp_result;
@@ -176,8 +236,8 @@ typedef struct ttp_result {
 /* Classifies count images. images: count x input_rows x input_cols bytes, each image's rows
    top first, 0 = black, 255 = white (the models expect light strokes on a dark ground).
    results: count entries, written. probabilities: NULL, or count x classes floats, written with
-   each image's probability vector. count may be 0. Deterministic: an image's result does not
-   depend on count, on its position, or on the other images.
+   each image's merged probability vector. count may be 0. Deterministic: an image's result does
+   not depend on count, on its position, or on the other images.
    Returns TTP_OK, TTP_ERR_INVALID_ARGUMENT, or an engine failure (recorded in p). */
 ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
                         float* probabilities);

@@ -2,6 +2,7 @@
 #include "args.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,46 @@ int cli_get_long(const cli_args* a, const char* name, long lo, long hi, long* va
     return cli_usage_error(a->command, "--%s must be an integer in %ld..%ld, not '%s'", name, lo,
                            hi, text);
   *value = v;
+  return 0;
+}
+
+int cli_get_u64(const cli_args* a, const char* name, uint64_t* value) {
+  const char* text = cli_get(a, name);
+  if (!text) return 0;
+  char* end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno || end == text || *end || text[0] == '-' || text[0] == '+')
+    return cli_usage_error(a->command, "--%s must be an integer in 0..2^64-1, not '%s'", name,
+                           text);
+  *value = v;
+  return 0;
+}
+
+/* A finite number filling text up to stop. */
+static int parse_float(const char* text, const char* stop, float* value) {
+  char* end;
+  errno = 0;
+  float v = strtof(text, &end);
+  if (errno || end == text || end != stop || !isfinite(v)) return -1;
+  *value = v;
+  return 0;
+}
+
+int cli_get_float(const cli_args* a, const char* name, float* value) {
+  const char* text = cli_get(a, name);
+  if (!text) return 0;
+  if (parse_float(text, text + strlen(text), value))
+    return cli_usage_error(a->command, "--%s must be a number, not '%s'", name, text);
+  return 0;
+}
+
+int cli_get_float_pair(const cli_args* a, const char* name, float* lo, float* hi) {
+  const char* text = cli_get(a, name);
+  if (!text) return 0;
+  const char* comma = strchr(text, ',');
+  if (!comma || parse_float(text, comma, lo) || parse_float(comma + 1, comma + 1 + strlen(comma + 1), hi))
+    return cli_usage_error(a->command, "--%s must be two numbers LO,HI, not '%s'", name, text);
   return 0;
 }
 

@@ -3,6 +3,8 @@
 #ifndef TTP_CLI_ARGS_H
 #define TTP_CLI_ARGS_H
 
+#include <stdint.h>
+
 enum { CLI_MAX_OPTIONS = 32, CLI_EXIT_USAGE = 2 };
 
 typedef struct cli_option {
@@ -41,6 +43,10 @@ int cli_flag(const cli_args* a, const char* name);
 /* These print a usage error and return CLI_EXIT_USAGE on failure, else 0. */
 int cli_require(const cli_args* a, const char* name, const char** value);
 int cli_get_long(const cli_args* a, const char* name, long lo, long hi, long* value);
+int cli_get_u64(const cli_args* a, const char* name, uint64_t* value);
+int cli_get_float(const cli_args* a, const char* name, float* value);
+/* "LO,HI": two numbers separated by a comma. */
+int cli_get_float_pair(const cli_args* a, const char* name, float* lo, float* hi);
 /* Picks value's position in choices (NULL-terminated). *index stays as it was when absent. */
 int cli_get_choice(const cli_args* a, const char* name, const char* const* choices, int* index);
 

@@ -11,14 +11,28 @@
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
 
 /* The options of every subcommand that opens a model, for its option table. */
-#define CLI_PIPELINE_OPTIONS                                                              \
-  {"model", "DIR", "model directory in the mnistCUDNN layout (required)"},                \
-      {"engine", "NAME", "auto|cpu (default auto: the fastest available; today cpu)"},   \
-      {"threads", "N", "threads of the CPU engine (default: one per core)"}
+#define CLI_PIPELINE_OPTIONS                                                                   \
+  {"model", "DIR", "model directory in the mnistCUDNN layout (required)"},                     \
+      {"engine", "NAME", "auto|cpu (default auto: the fastest available; today cpu)"},        \
+      {"threads", "N", "threads of the CPU engine (default: one per core)"},                  \
+      {"tta", "N", "classify each image as N augmented copies, 1..64 (default 1: none)"},     \
+      {"tta-shift", "S", "largest shift of a copy, in pixels (default 2)"},                   \
+      {"tta-contrast", "LO,HI", "range of a copy's contrast factor (default 0.85,1.15)"},     \
+      {"tta-brightness", "LO,HI", "range of a copy's brightness offset (default -0.05,0.05)"}, \
+      {"tta-noise", "A", "noise amplitude, or standard deviation if gaussian (default 0.04)"}, \
+      {"tta-noise-kind", "KIND", "uniform|gaussian (default uniform)"},                       \
+      {"no-tta-original", NULL, "augment copy 0 too (by default it is the image as it is)"},  \
+      {"no-tta-clamp", NULL, "leave augmented pixels unclamped (by default clamped to [0,1])"}, \
+      {"seed", "S", "seed of the augmentation, 0..2^64-1 (default 0)"},                       \
+      {"merge", "MODE", "mean|vote|max|gmean: how the copies' outputs merge (default mean)"}
 
-/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe. Returns CLI_EXIT_OK with *p open, or
-   the exit code after printing why (CLI_EXIT_USAGE or CLI_EXIT_FATAL). */
-int cli_open_pipeline(const cli_args* a, ttp_pipeline** p);
+/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe; *tta receives the augmentation asked
+   for. Returns CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE,
+   also for settings the library finds out of range, or CLI_EXIT_FATAL). */
+int cli_open_pipeline(const cli_args* a, ttp_pipeline** p, ttp_tta* tta);
+
+/* One line describing the augmentation: "5 copies (copy 0 as it is), shift 2 px, ...". */
+void cli_describe_tta(const ttp_tta* t, char* buf, size_t size);
 
 /* Prints "ttapipe: message" to stderr and returns CLI_EXIT_FATAL. */
 int cli_fail(const char* fmt, ...)

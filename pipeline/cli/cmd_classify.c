@@ -12,7 +12,8 @@ static const cli_option classify_options[] = {
 static int run_classify(const cli_args* a) {
   if (a->positional_count == 0) return cli_usage_error(a->command, "no image files given");
   ttp_pipeline* p = NULL;
-  int rc = cli_open_pipeline(a, &p);
+  ttp_tta tta;
+  int rc = cli_open_pipeline(a, &p, &tta);
   if (rc != CLI_EXIT_OK) return rc;
   const ttp_model_info* m = ttp_model(p);
   uint8_t* pixels = malloc((size_t)m->input_rows * m->input_cols);

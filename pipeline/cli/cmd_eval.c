@@ -51,7 +51,7 @@ static int load(const cli_args* a, const ttp_model_info* m, eval_data* d) {
   return CLI_EXIT_OK;
 }
 
-static void report(const cli_args* a, ttp_pipeline* p, const eval_data* d,
+static void report(const cli_args* a, ttp_pipeline* p, const ttp_tta* tta, const eval_data* d,
                    const ttp_result* results, double seconds) {
   const ttp_model_info* m = ttp_model(p);
   int classes = m->classes;
@@ -70,9 +70,12 @@ static void report(const cli_args* a, ttp_pipeline* p, const eval_data* d,
          m->layers, m->parameters, m->flops * 1e-6);
   printf("images    %s: %zu to %zu of %zu\n", cli_get(a, "images"), d->first,
          d->first + d->count - 1, d->images.count);
+  char augmentation[256];
+  cli_describe_tta(tta, augmentation, sizeof augmentation);
+  printf("tta       %s\n", augmentation);
   printf("accuracy  %.2f%% (%zu of %zu)\n", 100.0 * correct / d->count, correct, d->count);
-  printf("time      %.3f s, %.0f images/s, %.1f us per image\n\n", seconds, d->count / seconds,
-         1e6 * seconds / d->count);
+  printf("time      %.3f s, %.0f images/s, %.1f us per image (%d cop%s each)\n\n", seconds,
+         d->count / seconds, 1e6 * seconds / d->count, tta->copies, tta->copies == 1 ? "y" : "ies");
 
   printf("%-6s %-16s %8s %8s %9s\n", "class", "label", "images", "correct", "accuracy");
   for (int k = 0; k < classes; k++) {
@@ -97,9 +100,10 @@ static void report(const cli_args* a, ttp_pipeline* p, const eval_data* d,
 
 static int run_eval(const cli_args* a) {
   ttp_pipeline* p = NULL;
+  ttp_tta tta;
   eval_data d = {0};
   ttp_result* results = NULL;
-  int rc = cli_open_pipeline(a, &p);
+  int rc = cli_open_pipeline(a, &p, &tta);
   if (rc == CLI_EXIT_OK) rc = load(a, ttp_model(p), &d);
   if (rc == CLI_EXIT_OK && !(results = malloc(d.count * sizeof *results)))
     rc = cli_fail("out of memory for %zu results", d.count);
@@ -109,7 +113,7 @@ static int run_eval(const cli_args* a) {
     if (ttp_classify(p, d.images.pixels + d.first * pixels, d.count, results, NULL) != TTP_OK)
       rc = cli_fail("%s", ttp_last_error(p));
     else
-      report(a, p, &d, results, cli_now() - start);
+      report(a, p, &tta, &d, results, cli_now() - start);
   }
   free(results);
   ttp_free(d.images.pixels);

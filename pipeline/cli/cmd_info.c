@@ -9,7 +9,8 @@ static const cli_option info_options[] = {
 
 static int run_info(const cli_args* a) {
   ttp_pipeline* p = NULL;
-  int rc = cli_open_pipeline(a, &p);
+  ttp_tta tta;
+  int rc = cli_open_pipeline(a, &p, &tta);
   if (rc != CLI_EXIT_OK) return rc;
   const ttp_model_info* m = ttp_model(p);
   printf("build   %s\n", ttp_build_string());
@@ -30,8 +31,11 @@ static int run_info(const cli_args* a) {
   }
   printf("%-3s %-8s %-8s %-30s %-12s %-12s %10lld %10.3f\n", "", "total", "", "", "", "",
          m->parameters, m->flops * 1e-6);
-  printf("\nper image: %.3f MFLOP (2 per multiply-add of the conv and fc layers), %.1f KB of fp32 "
+  char augmentation[256];
+  cli_describe_tta(&tta, augmentation, sizeof augmentation);
+  printf("\nper copy: %.3f MFLOP (2 per multiply-add of the conv and fc layers); %.1f KB of fp32 "
          "weights\n", m->flops * 1e-6, m->parameters * 4.0 / 1024.0);
+  printf("tta: %s: %.3f MFLOP per image\n", augmentation, tta.copies * m->flops * 1e-6);
   ttp_close(p);
   return CLI_EXIT_OK;
 }

@@ -15,25 +15,70 @@ int cli_fail(const char* fmt, ...) {
   return CLI_EXIT_FATAL;
 }
 
-int cli_open_pipeline(const cli_args* a, ttp_pipeline** p) {
+/* The augmentation the --tta options ask for. */
+static int tta_from_args(const cli_args* a, ttp_tta* t) {
+  static const char* const kinds[] = {"uniform", "gaussian", NULL};
+  static const char* const merges[] = {"mean", "vote", "max", "gmean", NULL};
+  static const ttp_merge merge_modes[] = {TTP_MERGE_MEAN, TTP_MERGE_VOTE, TTP_MERGE_MAX,
+                                          TTP_MERGE_GMEAN};
+  ttp_tta_init(t);
+  long copies = t->copies, shift = t->shift;
+  int kind = 0, merge = 0, rc;
+  if ((rc = cli_get_long(a, "tta", 1, 64, &copies)) || (rc = cli_get_long(a, "tta-shift", 0, 16, &shift)) ||
+      (rc = cli_get_float_pair(a, "tta-contrast", &t->contrast_min, &t->contrast_max)) ||
+      (rc = cli_get_float_pair(a, "tta-brightness", &t->brightness_min, &t->brightness_max)) ||
+      (rc = cli_get_float(a, "tta-noise", &t->noise)) ||
+      (rc = cli_get_choice(a, "tta-noise-kind", kinds, &kind)) ||
+      (rc = cli_get_u64(a, "seed", &t->seed)) || (rc = cli_get_choice(a, "merge", merges, &merge)))
+    return rc;
+  t->copies = (int)copies;
+  t->shift = (int)shift;
+  t->noise_kind = kind ? TTP_NOISE_GAUSSIAN : TTP_NOISE_UNIFORM;
+  t->keep_original = !cli_flag(a, "no-tta-original");
+  t->clamp = !cli_flag(a, "no-tta-clamp");
+  t->merge = merge_modes[merge];
+  return CLI_EXIT_OK;
+}
+
+int cli_open_pipeline(const cli_args* a, ttp_pipeline** p, ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
   static const char* const engines[] = {"auto", "cpu", NULL};
+  static const ttp_engine engine_ids[] = {TTP_ENGINE_AUTO, TTP_ENGINE_CPU};
   int engine = 0;
   long threads = 0;
   int rc;
   if ((rc = cli_require(a, "model", &o.model_dir)) || (rc = cli_get_choice(a, "engine", engines, &engine)) ||
-      (rc = cli_get_long(a, "threads", 1, 256, &threads)))
+      (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = tta_from_args(a, tta)))
     return rc;
-  o.engine = engine == 1 ? TTP_ENGINE_CPU : TTP_ENGINE_AUTO;
+  o.engine = engine_ids[engine];
   o.threads = (int)threads;
-  if (ttp_open(&o, p) != TTP_OK) {
-    rc = cli_fail("%s", ttp_last_error(*p));
+  o.tta = tta;
+  ttp_status s = ttp_open(&o, p);
+  if (s != TTP_OK) {
+    /* Settings out of range are the user's to fix: a usage error, in the library's words. */
+    rc = s == TTP_ERR_INVALID_ARGUMENT ? cli_usage_error(a->command, "%s", ttp_last_error(*p))
+                                       : cli_fail("%s", ttp_last_error(*p));
     ttp_close(*p);
     *p = NULL;
     return rc;
   }
   return CLI_EXIT_OK;
+}
+
+void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {
+  static const char* const merges[] = {"mean", "vote", "max", "gmean"};
+  if (t->copies == 1 && t->keep_original) {
+    snprintf(buf, size, "none (1 copy, as it is)");
+    return;
+  }
+  snprintf(buf, size,
+           "%d copies (%s), shift %d px, contrast %g..%g, brightness %g..%g, %s noise %g%s, "
+           "seed %llu, merge %s",
+           t->copies, t->keep_original ? "copy 0 as it is" : "all augmented", t->shift,
+           t->contrast_min, t->contrast_max, t->brightness_min, t->brightness_max,
+           t->noise_kind == TTP_NOISE_GAUSSIAN ? "gaussian" : "uniform", t->noise,
+           t->clamp ? "" : ", unclamped", (unsigned long long)t->seed, merges[t->merge]);
 }
 
 double cli_now(void) {

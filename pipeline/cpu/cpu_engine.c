@@ -1,21 +1,27 @@
 /* The CPU engine: plan (buffers per worker), then run (threads over contiguous ranges of
-   images). A table of layer functions, indexed by model_op, does the forward pass. */
+   images; per image: copies, forward passes, merge). A table of layer functions, indexed by
+   model_op, does the forward pass. */
 #include "cpu_engine.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../augment/merge.h"
 #include "cpu_layers.h"
 
 typedef struct cpu_worker {
-  float* a;    /* activation ping */
-  float* b;    /* activation pong */
-  double* acc; /* convolution accumulator */
+  float* a;      /* activation ping */
+  float* b;      /* activation pong; also holds the copy being classified */
+  double* acc;   /* convolution accumulator */
+  float* copies; /* N x classes: the softmax output of each copy */
+  double* merge; /* 2 x classes: scratch of the merge */
 } cpu_worker;
 
 struct cpu_engine {
   const model* m;
+  aug_spec spec;
+  ttp_merge merge;
   int threads;
   cpu_worker* workers;
 };
@@ -57,7 +63,8 @@ static const cpu_layer_fn cpu_layer_table[MODEL_OP_COUNT] = {
 
 /* ---- plan ----------------------------------------------------------------------------------- */
 
-ttp_status cpu_engine_open(const model* m, int threads, cpu_engine** out, ttp_err* e) {
+ttp_status cpu_engine_open(const model* m, int threads, const aug_spec* spec, ttp_merge merge,
+                           cpu_engine** out, ttp_err* e) {
   *out = NULL;
   if (threads < 1 || threads > CPU_MAX_THREADS)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "threads must be 1..%d, not %d", CPU_MAX_THREADS,
@@ -71,6 +78,8 @@ ttp_status cpu_engine_open(const model* m, int threads, cpu_engine** out, ttp_er
   cpu_engine* eng = calloc(1, sizeof *eng);
   if (!eng) return ERR_NOMEM(e, sizeof *eng);
   eng->m = m;
+  eng->spec = *spec;
+  eng->merge = merge;
   eng->threads = threads;
   eng->workers = calloc((size_t)threads, sizeof *eng->workers);
   if (!eng->workers) {
@@ -82,7 +91,9 @@ ttp_status cpu_engine_open(const model* m, int threads, cpu_engine** out, ttp_er
     w->a = malloc(act * sizeof *w->a);
     w->b = malloc(act * sizeof *w->b);
     w->acc = malloc(acc * sizeof *w->acc);
-    if (!w->a || !w->b || !w->acc) {
+    w->copies = malloc((size_t)spec->copies * m->classes * sizeof *w->copies);
+    w->merge = malloc(2 * (size_t)m->classes * sizeof *w->merge);
+    if (!w->a || !w->b || !w->acc || !w->copies || !w->merge) {
       cpu_engine_close(eng);
       return ERR_NOMEM(e, act * 2 * sizeof(float) + acc * sizeof(double));
     }
@@ -98,6 +109,8 @@ void cpu_engine_close(cpu_engine* eng) {
       free(eng->workers[t].a);
       free(eng->workers[t].b);
       free(eng->workers[t].acc);
+      free(eng->workers[t].copies);
+      free(eng->workers[t].merge);
     }
   free(eng->workers);
   free(eng);
@@ -124,27 +137,36 @@ typedef struct cpu_job {
   int worker;
   const uint8_t* images;
   size_t begin, end;
-  float* probs;
+  ttp_result* results;
+  float* merged;
 } cpu_job;
 
 static void* cpu_job_run(void* arg) {
   cpu_job* job = arg;
-  const model* m = job->eng->m;
+  cpu_engine* eng = job->eng;
+  const model* m = eng->m;
+  cpu_worker* w = &eng->workers[job->worker];
   size_t pixels = model_shape_size(m->input);
-  /* The scaled input lives in the worker's pong buffer: the first layer writes to ping. */
-  float* input = job->eng->workers[job->worker].b;
+  /* The copy lives in the worker's pong buffer: the first layer writes to ping. */
+  float* input = w->b;
   for (size_t i = job->begin; i < job->end; i++) {
-    const uint8_t* img = job->images + i * pixels;
-    for (size_t j = 0; j < pixels; j++) input[j] = (float)img[j] / 255.0f;
-    cpu_engine_forward(job->eng, job->worker, input, job->probs + i * (size_t)m->classes);
+    const uint8_t* image = job->images + i * pixels;
+    uint64_t key = aug_image_key(image, pixels);
+    for (int c = 0; c < eng->spec.copies; c++) {
+      aug_make_copy(&eng->spec, key, c, image, m->input.h, m->input.w, input);
+      cpu_engine_forward(eng, job->worker, input, w->copies + (size_t)c * m->classes);
+    }
+    aug_merge(eng->merge, w->copies, eng->spec.copies, m->classes, w->merge,
+              job->merged + i * (size_t)m->classes, &job->results[i]);
   }
   return NULL;
 }
 
-void cpu_engine_run(cpu_engine* eng, const uint8_t* images, size_t count, float* probs) {
+void cpu_engine_run(cpu_engine* eng, const uint8_t* images, size_t count, ttp_result* results,
+                    float* merged) {
   int threads = count < (size_t)eng->threads ? (int)count : eng->threads;
   if (threads <= 1) {
-    cpu_job job = {eng, 0, images, 0, count, probs};
+    cpu_job job = {eng, 0, images, 0, count, results, merged};
     cpu_job_run(&job);
     return;
   }
@@ -152,7 +174,8 @@ void cpu_engine_run(cpu_engine* eng, const uint8_t* images, size_t count, float*
   pthread_t ids[CPU_MAX_THREADS];
   int started[CPU_MAX_THREADS] = {0};
   for (int t = 0; t < threads; t++) {
-    jobs[t] = (cpu_job){eng, t, images, count * t / threads, count * (t + 1) / threads, probs};
+    jobs[t] = (cpu_job){eng, t, images, count * t / threads, count * (t + 1) / threads, results,
+                        merged};
     /* Worker 0's share runs on the calling thread; so does any share whose thread would not
        start, so a machine short of threads is slower, never wrong. */
     if (t > 0) started[t] = pthread_create(&ids[t], NULL, cpu_job_run, &jobs[t]) == 0;

@@ -71,6 +71,27 @@ run 1 eval --model "$m" --images "$work/img" --labels "$work/lab11"; one_error "
 "$fixture" images "$work/img27" 5 27 28 1
 run 1 eval --model "$m" --images "$work/img27" --labels "$work/lab"; one_error "images are 27x28"
 
+# --- test-time augmentation settings ----------------------------------------------------------------
+run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta 5 --seed 3 --merge vote
+out_has "tta       5 copies (copy 0 as it is), shift 2 px"; out_has "merge vote"; out_has "of 97)"
+run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta 3 --tta-noise-kind gaussian \
+  --tta-noise 0.1 --tta-contrast 0.5,1.5 --tta-brightness=-0.2,0.2 --no-tta-original --no-tta-clamp --tta-shift 4
+out_has "3 copies (all augmented), shift 4 px, contrast 0.5..1.5, brightness -0.2..0.2, gaussian noise 0.1, unclamped"
+for bad in "--tta 0" "--tta 65" "--tta x" "--tta-shift 17" "--tta-contrast 1.2" "--tta-contrast 1.2,1.1" \
+           "--tta-brightness -2,0" "--tta-noise nan" "--tta-noise 2" "--tta-noise-kind pink" "--merge median" \
+           "--seed -1" "--seed 18446744073709551616"; do
+  # shellcheck disable=SC2086
+  run 2 eval --model "$m" --images "$work/img" --labels "$work/lab" $bad
+  grep -q "Try 'ttapipe eval --help'" "$work/err" || fail "$bad: no usage hint"
+done
+# An image's answer is the same alone and among others, with augmentation.
+"$fixture" pgm "$work/t1.pgm" 28 28 21
+"$fixture" pgm "$work/t2.pgm" 28 28 22
+run 0 classify --model "$m" --tta 5 --tta-noise-kind gaussian "$work/t1.pgm"
+alone=$(sed -n 2p "$work/out")
+run 0 classify --model "$m" --tta 5 --tta-noise-kind gaussian --threads 2 "$work/t2.pgm" "$work/t1.pgm"
+[ "$(sed -n 3p "$work/out")" = "$alone" ] || fail "with TTA, t1 alone ($alone) differs from t1 after t2"
+
 # --- bad IDX files: one error line, exit 1 -------------------------------------------------------
 : >"$work/empty"
 run 1 eval --model "$m" --images "$work/empty" --labels "$work/lab"; one_error "$work/empty: empty file"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../common/check.h"
-#include "cpu/cpu_layers.h"
+#include "pipeline/cpu/cpu_layers.h"
 
 static const double ATOL = 1e-6, RTOL = 1e-6;
 

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "../common/check.h"
-#include "model.h"
+#include "pipeline/model.h"
 
 static model* lenet(void) {
   ttp_err e = {0};

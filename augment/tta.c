@@ -1,0 +1,95 @@
+/* The CPU reference of test-time augmentation. Compiled with -ffp-contract=off: see tta_core.h
+   for why every float operation must stay as written. */
+#include "tta.h"
+
+#include <math.h>
+#include <string.h>
+
+static int in_range(double v, double lo, double hi) { return v >= lo && v <= hi; }
+
+void ttp_tta_init(ttp_tta* t) {
+  if (!t) return;
+  memset(t, 0, sizeof *t);
+  t->struct_size = sizeof *t;
+  t->copies = 1;
+  t->keep_original = 1;
+  t->shift = 2;
+  t->contrast_min = 0.85f, t->contrast_max = 1.15f;
+  t->brightness_min = -0.05f, t->brightness_max = 0.05f;
+  t->noise = 0.04f;
+  t->noise_kind = TTP_NOISE_UNIFORM;
+  t->clamp = 1;
+  t->seed = 0;
+  t->merge = TTP_MERGE_MEAN;
+}
+
+ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge, ttp_err* e) {
+  /* A caller's older, shorter ttp_tta leaves the fields it lacks at their defaults. */
+  ttp_tta tta;
+  ttp_tta_init(&tta);
+  if (given) {
+    if (given->struct_size < offsetof(ttp_tta, merge) + sizeof given->merge)
+      return ERR(e, TTP_ERR_INVALID_ARGUMENT,
+                 "ttp_tta.struct_size is %zu: call ttp_tta_init first", given->struct_size);
+    memcpy(&tta, given, given->struct_size < sizeof tta ? given->struct_size : sizeof tta);
+  }
+  const ttp_tta* t = &tta;
+  if (!in_range(t->copies, 1, AUG_MAX_COPIES))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA copies must be 1..%d, not %d", AUG_MAX_COPIES,
+               t->copies);
+  if (!in_range(t->shift, 0, AUG_MAX_SHIFT))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA shift must be 0..%d pixels, not %d",
+               AUG_MAX_SHIFT, t->shift);
+  if (!in_range(t->contrast_min, 0, 16) || !in_range(t->contrast_max, t->contrast_min, 16))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT,
+               "TTA contrast range must satisfy 0 <= min <= max <= 16, not %g..%g",
+               t->contrast_min, t->contrast_max);
+  if (!in_range(t->brightness_min, -1, 1) || !in_range(t->brightness_max, t->brightness_min, 1))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT,
+               "TTA brightness range must satisfy -1 <= min <= max <= 1, not %g..%g",
+               t->brightness_min, t->brightness_max);
+  if (!in_range(t->noise, 0, 1))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA noise must be 0..1, not %g", t->noise);
+  if (t->noise_kind != TTP_NOISE_UNIFORM && t->noise_kind != TTP_NOISE_GAUSSIAN)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "unknown TTA noise kind %d", (int)t->noise_kind);
+  if ((unsigned)t->merge > TTP_MERGE_GMEAN)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "unknown merge mode %d", (int)t->merge);
+  *out = (aug_spec){
+      .copies = t->copies,
+      .keep_original = t->keep_original != 0,
+      .shift = t->shift,
+      .clamp = t->clamp != 0,
+      .gaussian = t->noise_kind == TTP_NOISE_GAUSSIAN,
+      .contrast_lo = t->contrast_min,
+      .contrast_hi = t->contrast_max,
+      .brightness_lo = t->brightness_min,
+      .brightness_hi = t->brightness_max,
+      .noise = t->noise,
+      .seed_lo = (uint32_t)t->seed,
+      .seed_hi = (uint32_t)(t->seed >> 32),
+  };
+  *merge = t->merge;
+  return TTP_OK;
+}
+
+uint64_t aug_image_key(const uint8_t* pixels, size_t n) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < n; i++) sum += aug_key_term((uint32_t)i, pixels[i]);
+  return aug_key_finish(sum);
+}
+
+void aug_make_copy(const aug_spec* s, uint64_t key, int copy, const uint8_t* image, int rows,
+                   int cols, float* out) {
+  aug_params p = aug_copy_params(s, key, (uint32_t)copy);
+  int n = rows * cols;
+  for (int block = 0; 4 * block < n; block++) {
+    float noise[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (!p.identity) aug_noise4(s, key, (uint32_t)copy, (uint32_t)block, noise);
+    for (int j = 0; j < 4 && 4 * block + j < n; j++) {
+      int i = 4 * block + j;
+      int src = aug_source_index(&p, i / cols, i % cols, rows, cols);
+      float x = src < 0 ? 0.0f : (float)image[src] / 255.0f;
+      out[i] = aug_pixel(s, &p, x, noise[j]);
+    }
+  }
+}

@@ -1,0 +1,35 @@
+/* Test-time augmentation on the CPU: the spec taken from the public ttp_tta, the image key, and
+   the N copies of an image as float, exactly as the CUDA kernel makes them (tta_core.h holds the
+   arithmetic both share). */
+#ifndef TTP_AUGMENT_TTA_H
+#define TTP_AUGMENT_TTA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../pipeline/error.h"
+#include "tta_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { AUG_MAX_COPIES = 64, AUG_MAX_SHIFT = 16 };
+
+/* Checks t's ranges and turns it into an aug_spec and a merge mode (t NULL: one copy, as it
+   is). Refusals name the field and its allowed range. */
+ttp_status aug_spec_from(const ttp_tta* t, aug_spec* out, ttp_merge* merge, ttp_err* e);
+
+/* The 64-bit key of an image of n pixels: the only thing besides the seed and the copy index
+   that its augmentation depends on. */
+uint64_t aug_image_key(const uint8_t* pixels, size_t n);
+
+/* Copy `copy` (0..N-1) of an image of rows x cols bytes, as rows x cols floats in out. */
+void aug_make_copy(const aug_spec* s, uint64_t key, int copy, const uint8_t* image, int rows,
+                   int cols, float* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

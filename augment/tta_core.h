@@ -1,0 +1,208 @@
+/* The arithmetic of test-time augmentation, shared word for word by the CPU reference (tta.c,
+   compiled by the C compiler) and the CUDA kernel (tta_kernel.cu, compiled by nvcc), so that both
+   produce the same bits.
+
+   What keeps them equal:
+   - integers (Philox, the pixel hash, the shifts) are exact on both;
+   - every float operation is a single IEEE operation rounded to nearest, in the order written:
+     tta.c is compiled with -ffp-contract=off and tta_kernel.cu with -fmad=false, so that no
+     compiler fuses a multiply and an add; division and sqrtf are correctly rounded on both
+     (nvcc's defaults -prec-div=true -prec-sqrt=true; never --use_fast_math here);
+   - the only transcendental functions (the logarithm and sine/cosine of the Gaussian noise) are
+     written here from those operations rather than taken from two different math libraries.
+
+   The random numbers: Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+   3", SC'11) with key = the 64-bit seed and counter = (image key low, image key high, copy,
+   purpose << 24 | block). The image key is a hash of the image's pixels whose terms are summed
+   modulo 2^64, so the order of the sum does not matter and a GPU block can reduce it in
+   parallel. A copy's augmentation is therefore a function of (seed, copy, pixels) alone. */
+#ifndef TTP_TTA_CORE_H
+#define TTP_TTA_CORE_H
+
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define AUG_FN static __host__ __device__ __forceinline__
+#else
+#define AUG_FN static inline
+#endif
+
+/* The augmentation of one pipeline, validated (aug_spec_from in tta.h). Plain data: it is passed
+   by value to the CUDA kernel. */
+typedef struct aug_spec {
+  int copies;        /* N, 1..64 */
+  int keep_original; /* copy 0 is the image as it is */
+  int shift;         /* S: dx, dy uniform in -S..S */
+  int clamp;         /* clamp to [0, 1] */
+  int gaussian;      /* noise Gaussian with standard deviation `noise`, else uniform in +-noise */
+  float contrast_lo, contrast_hi;
+  float brightness_lo, brightness_hi;
+  float noise;
+  uint32_t seed_lo, seed_hi;
+} aug_spec;
+
+/* One copy's parameters. */
+typedef struct aug_params {
+  int dx, dy; /* the image moves right by dx and down by dy; what enters is black */
+  float contrast, brightness;
+  int identity; /* copy 0 kept as it is: no change and no noise */
+} aug_params;
+
+enum { AUG_PURPOSE_PARAMS = 1, AUG_PURPOSE_NOISE = 2 };
+
+/* ---- Philox4x32-10 ------------------------------------------------------------------------ */
+
+typedef struct aug_u32x4 {
+  uint32_t v[4];
+} aug_u32x4;
+
+AUG_FN uint32_t aug_mulhi(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umulhi(a, b);
+#else
+  return (uint32_t)(((uint64_t)a * b) >> 32);
+#endif
+}
+
+AUG_FN aug_u32x4 aug_philox(aug_u32x4 ctr, uint32_t k0, uint32_t k1) {
+  const uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u; /* multipliers */
+  const uint32_t W0 = 0x9E3779B9u, W1 = 0xBB67AE85u; /* Weyl key increments */
+  for (int round = 0; round < 10; round++) {
+    if (round > 0) {
+      k0 += W0;
+      k1 += W1;
+    }
+    uint32_t hi0 = aug_mulhi(M0, ctr.v[0]), lo0 = M0 * ctr.v[0];
+    uint32_t hi1 = aug_mulhi(M1, ctr.v[2]), lo1 = M1 * ctr.v[2];
+    aug_u32x4 next = {{hi1 ^ ctr.v[1] ^ k0, lo1, hi0 ^ ctr.v[3] ^ k1, lo0}};
+    ctr = next;
+  }
+  return ctr;
+}
+
+AUG_FN aug_u32x4 aug_random(const aug_spec* s, uint64_t key, uint32_t copy, uint32_t purpose,
+                            uint32_t block) {
+  aug_u32x4 ctr = {{(uint32_t)key, (uint32_t)(key >> 32), copy, purpose << 24 | block}};
+  return aug_philox(ctr, s->seed_lo, s->seed_hi);
+}
+
+/* ---- the image key ------------------------------------------------------------------------ */
+
+/* SplitMix64's finaliser: a bijection of 64-bit words that mixes every bit into every other. */
+AUG_FN uint64_t aug_mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* The term of pixel `index` with value `value`; the key is aug_key_finish(sum of all terms). */
+AUG_FN uint64_t aug_key_term(uint32_t index, uint32_t value) {
+  return aug_mix64(((uint64_t)index << 8 | value) + 0x9E3779B97F4A7C15ull);
+}
+
+AUG_FN uint64_t aug_key_finish(uint64_t sum) { return aug_mix64(sum ^ 0x243F6A8885A308D3ull); }
+
+/* ---- numbers from random words ------------------------------------------------------------ */
+
+/* [0, 1) in steps of 2^-24: exact in float. */
+AUG_FN float aug_unit(uint32_t r) { return (float)(r >> 8) * 5.9604644775390625e-8f; }
+
+/* (0, 1] in steps of 2^-24, for the logarithm. */
+AUG_FN float aug_unit_open(uint32_t r) { return (float)((r >> 8) + 1) * 5.9604644775390625e-8f; }
+
+AUG_FN float aug_lerp(float lo, float hi, float u) { return lo + (hi - lo) * u; }
+
+/* An integer uniform in -s..s, from the high bits of r * (2s + 1). */
+AUG_FN int aug_shift_of(uint32_t r, int s) {
+  return (int)(((uint64_t)r * (uint32_t)(2 * s + 1)) >> 32) - s;
+}
+
+/* Natural logarithm of x in (0, 1]: x = m 2^e with m in [sqrt(1/2), sqrt(2)), and
+   log m = 2 atanh(f / (2 + f)), f = m - 1, by its series to the 9th power (error below 1e-9). */
+AUG_FN float aug_log(float x) {
+  int e;
+  float m = frexpf(x, &e); /* m in [1/2, 1), exact */
+  if (m < 0.70710678f) {
+    m = m + m;
+    e = e - 1;
+  }
+  float f = m - 1.0f;
+  float s = f / (2.0f + f);
+  float s2 = s * s;
+  float series = 1.0f + s2 * (0.33333333f + s2 * (0.2f + s2 * (0.14285715f + s2 * 0.11111111f)));
+  return (float)e * 0.69314718f + 2.0f * s * series;
+}
+
+/* Sine and cosine of 2 pi t, t in [0, 1): the quadrant from 4t, then Taylor series on the angle
+   left in [0, pi/2) (to the 11th and 12th powers: error below 1e-7). */
+AUG_FN void aug_sincos_turn(float t, float* sine, float* cosine) {
+  float q4 = 4.0f * t; /* exact */
+  int quadrant = (int)q4;
+  float a = (q4 - (float)quadrant) * 1.57079633f;
+  float a2 = a * a;
+  float s = a * (1.0f + a2 * (-1.66666667e-1f + a2 * (8.33333333e-3f + a2 * (-1.98412698e-4f +
+            a2 * (2.75573192e-6f + a2 * -2.50521084e-8f)))));
+  float c = 1.0f + a2 * (-0.5f + a2 * (4.16666667e-2f + a2 * (-1.38888889e-3f + a2 *
+            (2.48015873e-5f + a2 * (-2.75573192e-7f + a2 * 2.08767570e-9f)))));
+  switch (quadrant) {
+    case 0: *sine = s, *cosine = c; break;
+    case 1: *sine = c, *cosine = -s; break;
+    case 2: *sine = -s, *cosine = -c; break;
+    default: *sine = -c, *cosine = s; break;
+  }
+}
+
+/* ---- a copy's parameters and noise ---------------------------------------------------------- */
+
+AUG_FN aug_params aug_copy_params(const aug_spec* s, uint64_t key, uint32_t copy) {
+  aug_params p;
+  if (copy == 0 && s->keep_original) {
+    p.dx = 0, p.dy = 0, p.contrast = 1.0f, p.brightness = 0.0f, p.identity = 1;
+    return p;
+  }
+  aug_u32x4 r = aug_random(s, key, copy, AUG_PURPOSE_PARAMS, 0);
+  p.dx = aug_shift_of(r.v[0], s->shift);
+  p.dy = aug_shift_of(r.v[1], s->shift);
+  p.contrast = aug_lerp(s->contrast_lo, s->contrast_hi, aug_unit(r.v[2]));
+  p.brightness = aug_lerp(s->brightness_lo, s->brightness_hi, aug_unit(r.v[3]));
+  p.identity = 0;
+  return p;
+}
+
+/* The noise of pixels 4 block .. 4 block + 3 (row-major index in the output) of a copy.
+   Uniform: noise (2u - 1), in [-noise, noise). Gaussian: noise z, z standard normal by the
+   Box-Muller transform of two pairs of uniforms. */
+AUG_FN void aug_noise4(const aug_spec* s, uint64_t key, uint32_t copy, uint32_t block,
+                       float out[4]) {
+  aug_u32x4 r = aug_random(s, key, copy, AUG_PURPOSE_NOISE, block);
+  if (!s->gaussian) {
+    for (int j = 0; j < 4; j++) out[j] = s->noise * (2.0f * aug_unit(r.v[j]) - 1.0f);
+    return;
+  }
+  for (int j = 0; j < 4; j += 2) {
+    float radius = sqrtf(-2.0f * aug_log(aug_unit_open(r.v[j])));
+    float sine, cosine;
+    aug_sincos_turn(aug_unit(r.v[j + 1]), &sine, &cosine);
+    out[j] = s->noise * (radius * cosine);
+    out[j + 1] = s->noise * (radius * sine);
+  }
+}
+
+/* The output pixel: clamp((contrast x + brightness) + noise), x the source pixel / 255 (0 where
+   the shift brought in nothing), each operation rounded to float in this order. */
+AUG_FN float aug_pixel(const aug_spec* s, const aug_params* p, float x, float noise) {
+  float v = p->contrast * x;
+  v = v + p->brightness;
+  v = v + noise;
+  if (s->clamp) v = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+  return v;
+}
+
+/* The source pixel of output (y, x) for a copy's shift, or -1 where it lies outside. */
+AUG_FN int aug_source_index(const aug_params* p, int y, int x, int rows, int cols) {
+  int sy = y - p->dy, sx = x - p->dx;
+  return sy < 0 || sy >= rows || sx < 0 || sx >= cols ? -1 : sy * cols + sx;
+}
+
+#endif
