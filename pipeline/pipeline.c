@@ -1,6 +1,5 @@
-/* The pipeline handle: options, lifecycle (open = load, check, plan; close), the model's
-   description for callers, and classification, which hands batches to the engine and turns
-   probability vectors into results. */
+/* The pipeline handle: options, lifecycle (open = load, check, plan the engine; close), the
+   model's description for callers, and classification, handed whole to the engine. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,13 +8,12 @@
 #include "../augment/tta.h"
 #include "../io/model_mnistcudnn.h"
 #include "cpu/cpu_engine.h"
+#include "engine.h"
 #include "error.h"
 #include "model.h"
 #include "ttapipe.h"
 
-/* The engine works through a request in chunks of this many images per thread, so that the
-   probability buffer is sized once, at open. */
-enum { CHUNK_PER_THREAD = 64 };
+enum { MAX_BATCH_LIMIT = 65536, MIN_SLOTS = 2, MAX_SLOTS = 16 };
 
 struct ttp_pipeline {
   ttp_err err;
@@ -27,9 +25,9 @@ struct ttp_pipeline {
   ttp_layer_info* layers;
   char (*details)[64];      /* layers[i].detail */
   char (*index_labels)[12]; /* class names when the model has no labels.txt */
-  cpu_engine* cpu;
-  size_t chunk;             /* images per engine call */
-  float* probs;             /* chunk x classes, for callers that want no probabilities */
+  const engine_ops* engine;
+  void* engine_state;       /* NULL until the engine is open */
+  char description[1600];
 };
 
 /* ---- version, status, build -------------------------------------------------------------- */
@@ -63,6 +61,12 @@ void ttp_options_init(ttp_options* o) {
   o->struct_size = sizeof *o;
   o->engine = TTP_ENGINE_AUTO;
   o->threads = 0;
+  o->tta = NULL;
+  o->device = 0;
+  o->precision = TTP_PRECISION_FP32;
+  o->max_batch = 1024;
+  o->slots = 3;
+  o->no_graph = 0;
 }
 
 /* The caller's options as this library knows them: fields beyond the caller's struct_size (an
@@ -78,8 +82,18 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
   p->options.struct_size = sizeof p->options;
   if (!p->options.model_dir)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no model directory given");
-  if (p->options.engine != TTP_ENGINE_AUTO && p->options.engine != TTP_ENGINE_CPU)
-    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown engine %d", (int)p->options.engine);
+  const ttp_options* o = &p->options;
+  if (o->engine != TTP_ENGINE_AUTO && o->engine != TTP_ENGINE_CPU && o->engine != TTP_ENGINE_CUDNN)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown engine %d", (int)o->engine);
+  if (o->precision != TTP_PRECISION_FP32 && o->precision != TTP_PRECISION_FP16)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)o->precision);
+  if (o->max_batch < 1 || o->max_batch > MAX_BATCH_LIMIT)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "max_batch must be 1..%d, not %d",
+               MAX_BATCH_LIMIT, o->max_batch);
+  if (o->slots < MIN_SLOTS || o->slots > MAX_SLOTS)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "slots must be %d..%d, not %d", MIN_SLOTS,
+               MAX_SLOTS, o->slots);
+  if (o->device < 0) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "device %d", o->device);
   if (p->options.threads < 0 || p->options.threads > CPU_MAX_THREADS)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "threads must be 0..%d, not %d",
                CPU_MAX_THREADS, p->options.threads);
@@ -126,18 +140,36 @@ static ttp_status describe_model(ttp_pipeline* p) {
   return TTP_OK;
 }
 
+/* TTP_ENGINE_AUTO: the GPU engine where this build has one and a GPU is present. */
+static const engine_ops* pick_engine(const ttp_options* o) {
+  if (o->engine == TTP_ENGINE_CPU) return &cpu_engine_ops;
+  if (o->engine == TTP_ENGINE_CUDNN) return &cudnn_engine_ops;
+  return ttp_gpu_count() > 0 ? &cudnn_engine_ops : &cpu_engine_ops;
+}
+
 static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
   if (!options) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no options given");
   TRY(take_options(p, options));
+  engine_config config = {
+      .threads = p->options.threads,
+      .device = p->options.device,
+      .precision = p->options.precision,
+      .max_batch = p->options.max_batch,
+      .slots = p->options.slots,
+      .use_graph = !p->options.no_graph,
+      .spec = p->spec,
+      .merge = p->merge,
+  };
   TRY(io_load_mnistcudnn(p->options.model_dir, &p->model, &p->err));
   if (p->model->input.c != 1)
     return ERR(&p->err, TTP_ERR_MODEL, "%s: the model takes %d channels; ttapipe classifies grey "
                "images (1 channel)", p->options.model_dir, p->model->input.c);
   TRY(describe_model(p));
-  TRY(cpu_engine_open(p->model, p->options.threads, &p->spec, p->merge, &p->cpu, &p->err));
-  p->chunk = (size_t)p->options.threads * CHUNK_PER_THREAD;
-  p->probs = malloc(p->chunk * (size_t)p->model->classes * sizeof *p->probs);
-  if (!p->probs) return ERR_NOMEM(&p->err, p->chunk * (size_t)p->model->classes * sizeof(float));
+  const engine_ops* engine = pick_engine(&p->options);
+  TRY(engine->open(p->model, &config, &p->engine_state, &p->err));
+  p->engine = engine;
+  snprintf(p->description, sizeof p->description, "%s; tta %d cop%s", engine->describe(p->engine_state),
+           p->spec.copies, p->spec.copies == 1 ? "y" : "ies");
   return TTP_OK;
 }
 
@@ -150,14 +182,15 @@ ttp_status ttp_open(const ttp_options* options, ttp_pipeline** out) {
 
 void ttp_close(ttp_pipeline* p) {
   if (!p) return;
-  cpu_engine_close(p->cpu);
-  free(p->probs);
+  if (p->engine) p->engine->close(p->engine_state);
   free(p->layers);
   free(p->details);
   free(p->index_labels);
   model_free(p->model);
   free(p);
 }
+
+const char* ttp_engine_description(const ttp_pipeline* p) { return p ? p->description : ""; }
 
 const char* ttp_last_error(const ttp_pipeline* p) {
   if (!p) return "no pipeline (ttp_open could not allocate one)";
@@ -186,15 +219,9 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
                         float* probabilities) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
-  if (!p->cpu) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
   if (count == 0) return TTP_OK;
   if (!images || !results)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify: images and results are required");
-  size_t pixels = model_shape_size(p->model->input), classes = (size_t)p->model->classes;
-  for (size_t first = 0; first < count; first += p->chunk) {
-    size_t n = count - first < p->chunk ? count - first : p->chunk;
-    float* merged = probabilities ? probabilities + first * classes : p->probs;
-    cpu_engine_run(p->cpu, images + first * pixels, n, results + first, merged);
-  }
-  return TTP_OK;
+  return p->engine->run(p->engine_state, images, count, results, probabilities, &p->err);
 }

@@ -20,8 +20,15 @@
  *     ttp_close(p);
  *
  * Threading: a pipeline is used by one thread at a time (it may start worker threads of its own
- * inside a call); distinct pipelines are independent. Functions that take no pipeline are safe
- * to call from any thread.
+ * inside a call); distinct pipelines are independent, also on the same GPU. Functions that take
+ * no pipeline are safe to call from any thread.
+ *
+ * CUDA state (GPU engines): ttp_open, ttp_classify and ttp_close make the pipeline's device
+ * current while they run and give the calling thread back its own current device before they
+ * return. They use that device's primary context and create their own streams, events, cuDNN
+ * and cuBLAS handles and memory, all released by ttp_close. The library never calls
+ * cudaDeviceReset, cudaDeviceSynchronize or cudaSetDeviceFlags and never touches the caller's
+ * streams or memory.
  *
  * Memory: the library owns every pointer it returns that is marked "owned by the pipeline"; such
  * pointers stay valid until ttp_close. Buffers the reading functions allocate for the caller are
@@ -148,10 +155,18 @@ void ttp_tta_init(ttp_tta* t);
 typedef struct ttp_pipeline ttp_pipeline; /* opaque */
 
 typedef enum ttp_engine {
-  TTP_ENGINE_AUTO = 0, /* the fastest engine this build and machine offer (today: cpu) */
-  TTP_ENGINE_CPU = 1   /* the plain C reference engine; runs everywhere */
+  TTP_ENGINE_AUTO = 0, /* cudnn when this build has GPU support and a GPU is present, else cpu */
+  TTP_ENGINE_CPU = 1,  /* the plain C reference engine; runs everywhere */
+  TTP_ENGINE_CUDNN = 2 /* cuDNN and cuBLAS on a GPU, each batch one CUDA Graph */
   /* Appended as engines arrive; values never change. */
 } ttp_engine;
+
+typedef enum ttp_precision {
+  TTP_PRECISION_FP32 = 0, /* fp32 storage and arithmetic throughout (no TF32) */
+  TTP_PRECISION_FP16 = 1  /* fp16 storage of weights and activations; convolutions and fully
+                             connected layers on tensor cores with fp32 accumulation; pooling,
+                             LRN, softmax computed in fp32 by cuDNN; the merge in double */
+} ttp_precision;
 
 typedef struct ttp_options {
   size_t struct_size;    /* sizeof(ttp_options) as the caller compiled it; ttp_options_init sets it */
@@ -162,6 +177,16 @@ typedef struct ttp_options {
                             online core */
   const ttp_tta* tta;    /* test-time augmentation; NULL (default) = none. Read during ttp_open
                             only. */
+  int device;            /* GPU engines: CUDA device index (default 0) */
+  ttp_precision precision; /* GPU engines (default TTP_PRECISION_FP32); the CPU engine is fp32 */
+  int max_batch;         /* GPU engines: images per batch, 1..65536 (default 1024). A batch of
+                            fewer images is padded up to the smallest bucket that holds it: 1, 8,
+                            64, 512, 4096, 32768 below max_batch, and max_batch itself */
+  int slots;             /* GPU engines: pinned host slots in the transfer ring, 2..16 (default
+                            3): while one batch computes, the next is copied in and the one
+                            before copied out */
+  int no_graph;          /* GPU engines: 1 = launch each batch eagerly instead of replaying its
+                            captured CUDA Graph (default 0). The results are the same bits. */
 } ttp_options;
 
 /* Fills o with the defaults and sets o->struct_size. Call it before setting any field. */
@@ -172,12 +197,18 @@ void ttp_options_init(ttp_options* o);
    *out receives a pipeline even when opening fails (it is NULL only if the pipeline itself could
    not be allocated), so that ttp_last_error can say why; call ttp_close on it in every case.
    Returns TTP_OK; TTP_ERR_INVALID_ARGUMENT for bad options (a TTA field out of its range
-   included); TTP_ERR_IO, TTP_ERR_FORMAT or
-   TTP_ERR_MODEL for the model directory; TTP_ERR_OUT_OF_MEMORY. */
+   included); TTP_ERR_IO, TTP_ERR_FORMAT or TTP_ERR_MODEL for the model directory;
+   TTP_ERR_NO_GPU for TTP_ENGINE_CUDNN without a usable GPU (or in a CPU-only build);
+   TTP_ERR_CUDA, TTP_ERR_CUDNN, TTP_ERR_CUBLAS; TTP_ERR_OUT_OF_MEMORY. */
 ttp_status ttp_open(const ttp_options* options, ttp_pipeline** out);
 
 /* Releases everything the pipeline holds. Accepts NULL and pipelines whose ttp_open failed. */
 void ttp_close(ttp_pipeline* p);
+
+/* One line on how the pipeline runs: engine, device, precision, TTA copies, batch buckets,
+   whether CUDA Graphs are replayed and, if capture failed, why not. Owned by the pipeline; ""
+   if ttp_open failed. */
+const char* ttp_engine_description(const ttp_pipeline* p);
 
 /* The message of the last failure on p, one line without a newline; "" after success.
    Owned by the pipeline, valid until its next call. Never NULL, also for p == NULL. */
@@ -238,6 +269,8 @@ typedef struct ttp_result {
    results: count entries, written. probabilities: NULL, or count x classes floats, written with
    each image's merged probability vector. count may be 0. Deterministic: an image's result does
    not depend on count, on its position, or on the other images.
+   GPU engines: the images go through in batches of max_batch, pipelined (the next batch is
+   copied in while one computes); the call returns when every result is in the caller's arrays.
    Returns TTP_OK, TTP_ERR_INVALID_ARGUMENT, or an engine failure (recorded in p). */
 ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
                         float* probabilities);

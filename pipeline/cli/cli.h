@@ -13,7 +13,13 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
 /* The options of every subcommand that opens a model, for its option table. */
 #define CLI_PIPELINE_OPTIONS                                                                   \
   {"model", "DIR", "model directory in the mnistCUDNN layout (required)"},                     \
-      {"engine", "NAME", "auto|cpu (default auto: the fastest available; today cpu)"},        \
+      {"engine", "NAME", "auto|cpu|cudnn (default auto: cudnn when a GPU is present)"},      \
+      {"precision", "P", "fp32|fp16: the GPU engine's precision (default fp32)"},             \
+      {"batch", "B", "images per GPU batch, 1..65536 (default 1024)"},                        \
+      {"slots", "K", "pinned transfer slots of the GPU engine, 2..16 (default 3)"},           \
+      {"no-graph", NULL, "launch each GPU batch eagerly instead of replaying a CUDA Graph"},  \
+      {"device", "D", "CUDA device index (default 0)"},                                       \
+      {"verbose", NULL, "describe on stderr how the engine runs (algorithms, graphs)"},      \
       {"threads", "N", "threads of the CPU engine (default: one per core)"},                  \
       {"tta", "N", "classify each image as N augmented copies, 1..64 (default 1: none)"},     \
       {"tta-shift", "S", "largest shift of a copy, in pixels (default 2)"},                   \

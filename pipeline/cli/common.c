@@ -43,15 +43,24 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
 int cli_open_pipeline(const cli_args* a, ttp_pipeline** p, ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
-  static const char* const engines[] = {"auto", "cpu", NULL};
-  static const ttp_engine engine_ids[] = {TTP_ENGINE_AUTO, TTP_ENGINE_CPU};
-  int engine = 0;
-  long threads = 0;
+  static const char* const engines[] = {"auto", "cpu", "cudnn", NULL};
+  static const ttp_engine engine_ids[] = {TTP_ENGINE_AUTO, TTP_ENGINE_CPU, TTP_ENGINE_CUDNN};
+  static const char* const precisions[] = {"fp32", "fp16", NULL};
+  int engine = 0, precision = 0;
+  long threads = 0, batch = o.max_batch, slots = o.slots, device = 0;
   int rc;
   if ((rc = cli_require(a, "model", &o.model_dir)) || (rc = cli_get_choice(a, "engine", engines, &engine)) ||
+      (rc = cli_get_choice(a, "precision", precisions, &precision)) ||
+      (rc = cli_get_long(a, "batch", 1, 65536, &batch)) || (rc = cli_get_long(a, "slots", 2, 16, &slots)) ||
+      (rc = cli_get_long(a, "device", 0, 1023, &device)) ||
       (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = tta_from_args(a, tta)))
     return rc;
   o.engine = engine_ids[engine];
+  o.precision = precision ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
+  o.max_batch = (int)batch;
+  o.slots = (int)slots;
+  o.device = (int)device;
+  o.no_graph = cli_flag(a, "no-graph");
   o.threads = (int)threads;
   o.tta = tta;
   ttp_status s = ttp_open(&o, p);
@@ -63,6 +72,7 @@ int cli_open_pipeline(const cli_args* a, ttp_pipeline** p, ttp_tta* tta) {
     *p = NULL;
     return rc;
   }
+  if (cli_flag(a, "verbose")) fprintf(stderr, "ttapipe: engine: %s\n", ttp_engine_description(*p));
   return CLI_EXIT_OK;
 }
 

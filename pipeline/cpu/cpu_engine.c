@@ -4,10 +4,12 @@
 #include "cpu_engine.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../augment/merge.h"
+#include "../trace.h"
 #include "cpu_layers.h"
 
 typedef struct cpu_worker {
@@ -15,7 +17,7 @@ typedef struct cpu_worker {
   float* b;      /* activation pong; also holds the copy being classified */
   double* acc;   /* convolution accumulator */
   float* copies; /* N x classes: the softmax output of each copy */
-  double* merge; /* 2 x classes: scratch of the merge */
+  float* merged; /* classes: the merged vector of the image at hand */
 } cpu_worker;
 
 struct cpu_engine {
@@ -24,6 +26,7 @@ struct cpu_engine {
   ttp_merge merge;
   int threads;
   cpu_worker* workers;
+  char description[64];
 };
 
 /* ---- the forward table ------------------------------------------------------------------- */
@@ -63,9 +66,12 @@ static const cpu_layer_fn cpu_layer_table[MODEL_OP_COUNT] = {
 
 /* ---- plan ----------------------------------------------------------------------------------- */
 
-ttp_status cpu_engine_open(const model* m, int threads, const aug_spec* spec, ttp_merge merge,
-                           cpu_engine** out, ttp_err* e) {
+static void cpu_engine_close(void* state);
+
+static ttp_status cpu_engine_open(const model* m, const engine_config* c, void** out, ttp_err* e) {
   *out = NULL;
+  int threads = c->threads;
+  const aug_spec* spec = &c->spec;
   if (threads < 1 || threads > CPU_MAX_THREADS)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "threads must be 1..%d, not %d", CPU_MAX_THREADS,
                threads);
@@ -79,8 +85,10 @@ ttp_status cpu_engine_open(const model* m, int threads, const aug_spec* spec, tt
   if (!eng) return ERR_NOMEM(e, sizeof *eng);
   eng->m = m;
   eng->spec = *spec;
-  eng->merge = merge;
+  eng->merge = c->merge;
   eng->threads = threads;
+  snprintf(eng->description, sizeof eng->description, "cpu, fp32 with double sums, %d thread%s",
+           threads, threads == 1 ? "" : "s");
   eng->workers = calloc((size_t)threads, sizeof *eng->workers);
   if (!eng->workers) {
     cpu_engine_close(eng);
@@ -92,8 +100,8 @@ ttp_status cpu_engine_open(const model* m, int threads, const aug_spec* spec, tt
     w->b = malloc(act * sizeof *w->b);
     w->acc = malloc(acc * sizeof *w->acc);
     w->copies = malloc((size_t)spec->copies * m->classes * sizeof *w->copies);
-    w->merge = malloc(2 * (size_t)m->classes * sizeof *w->merge);
-    if (!w->a || !w->b || !w->acc || !w->copies || !w->merge) {
+    w->merged = malloc((size_t)m->classes * sizeof *w->merged);
+    if (!w->a || !w->b || !w->acc || !w->copies || !w->merged) {
       cpu_engine_close(eng);
       return ERR_NOMEM(e, act * 2 * sizeof(float) + acc * sizeof(double));
     }
@@ -102,7 +110,8 @@ ttp_status cpu_engine_open(const model* m, int threads, const aug_spec* spec, tt
   return TTP_OK;
 }
 
-void cpu_engine_close(cpu_engine* eng) {
+static void cpu_engine_close(void* state) {
+  cpu_engine* eng = state;
   if (!eng) return;
   if (eng->workers)
     for (int t = 0; t < eng->threads; t++) {
@@ -110,7 +119,7 @@ void cpu_engine_close(cpu_engine* eng) {
       free(eng->workers[t].b);
       free(eng->workers[t].acc);
       free(eng->workers[t].copies);
-      free(eng->workers[t].merge);
+      free(eng->workers[t].merged);
     }
   free(eng->workers);
   free(eng);
@@ -118,7 +127,9 @@ void cpu_engine_close(cpu_engine* eng) {
 
 /* ---- run ------------------------------------------------------------------------------------ */
 
-void cpu_engine_forward(cpu_engine* eng, int worker, const float* input, float* probs) {
+/* One copy through every layer, on the buffers of worker `worker`. input: the model's input
+   shape; probs: classes floats. */
+static void cpu_engine_forward(cpu_engine* eng, int worker, const float* input, float* probs) {
   const model* m = eng->m;
   cpu_worker* w = &eng->workers[worker];
   const float* in = input;
@@ -156,19 +167,24 @@ static void* cpu_job_run(void* arg) {
       aug_make_copy(&eng->spec, key, c, image, m->input.h, m->input.w, input);
       cpu_engine_forward(eng, job->worker, input, w->copies + (size_t)c * m->classes);
     }
-    aug_merge(eng->merge, w->copies, eng->spec.copies, m->classes, w->merge,
-              job->merged + i * (size_t)m->classes, &job->results[i]);
+    aug_merge(eng->merge, w->copies, eng->spec.copies, m->classes, w->merged, &job->results[i]);
+    if (job->merged)
+      memcpy(job->merged + i * (size_t)m->classes, w->merged, (size_t)m->classes * sizeof(float));
   }
   return NULL;
 }
 
-void cpu_engine_run(cpu_engine* eng, const uint8_t* images, size_t count, ttp_result* results,
-                    float* merged) {
+static ttp_status cpu_engine_run(void* state, const uint8_t* images, size_t count,
+                                 ttp_result* results, float* merged, ttp_err* e) {
+  (void)e; /* the CPU engine cannot fail once open */
+  cpu_engine* eng = state;
+  TRACE_PUSH("cpu classify");
   int threads = count < (size_t)eng->threads ? (int)count : eng->threads;
   if (threads <= 1) {
     cpu_job job = {eng, 0, images, 0, count, results, merged};
     cpu_job_run(&job);
-    return;
+    TRACE_POP();
+    return TTP_OK;
   }
   cpu_job jobs[CPU_MAX_THREADS];
   pthread_t ids[CPU_MAX_THREADS];
@@ -184,4 +200,18 @@ void cpu_engine_run(cpu_engine* eng, const uint8_t* images, size_t count, ttp_re
     if (!started[t]) cpu_job_run(&jobs[t]);
   for (int t = 1; t < threads; t++)
     if (started[t]) pthread_join(ids[t], NULL);
+  TRACE_POP();
+  return TTP_OK;
 }
+
+static const char* cpu_engine_describe(void* state) {
+  return ((cpu_engine*)state)->description;
+}
+
+const engine_ops cpu_engine_ops = {
+    .name = "cpu",
+    .open = cpu_engine_open,
+    .run = cpu_engine_run,
+    .describe = cpu_engine_describe,
+    .close = cpu_engine_close,
+};

@@ -10,23 +10,12 @@
 #include <stdint.h>
 
 #include "../../augment/tta.h"
+#include "../engine.h"
 #include "../model.h"
 
 typedef struct cpu_engine cpu_engine;
 
-/* threads: 1..CPU_MAX_THREADS. The model must outlive the engine; spec is copied. */
+/* Opened and run through cpu_engine_ops (engine.h). threads: 1..CPU_MAX_THREADS. */
 enum { CPU_MAX_THREADS = 256 };
-ttp_status cpu_engine_open(const model* m, int threads, const aug_spec* spec, ttp_merge merge,
-                           cpu_engine** out, ttp_err* e);
-void cpu_engine_close(cpu_engine* eng);
-
-/* images: count x (input h x w) bytes. results: count entries; merged: count x classes floats
-   (each image's merged probability vector). */
-void cpu_engine_run(cpu_engine* eng, const uint8_t* images, size_t count, ttp_result* results,
-                    float* merged);
-
-/* One image through every layer, on the buffers of worker `worker` (0..threads-1).
-   input: the model's input shape, already scaled; probs: classes floats. */
-void cpu_engine_forward(cpu_engine* eng, int worker, const float* input, float* probs);
 
 #endif

@@ -84,6 +84,16 @@ for bad in "--tta 0" "--tta 65" "--tta x" "--tta-shift 17" "--tta-contrast 1.2" 
   run 2 eval --model "$m" --images "$work/img" --labels "$work/lab" $bad
   grep -q "Try 'ttapipe eval --help'" "$work/err" || fail "$bad: no usage hint"
 done
+# GPU engine options: checked everywhere; without a GPU the cudnn engine is one clear error.
+for bad in "--engine gpu" "--precision fp64" "--batch 0" "--batch 65537" "--slots 1" "--slots 17" "--device -1"; do
+  # shellcheck disable=SC2086
+  run 2 eval --model "$m" --images "$work/img" --labels "$work/lab" $bad
+done
+run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --engine cpu --verbose --no-graph --batch 7 --slots 2
+grep -q "engine: cpu" "$work/err" || fail "--verbose did not describe the engine: $(cat "$work/err")"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  run 1 eval --model "$m" --images "$work/img" --labels "$work/lab" --engine cudnn; one_error "GPU"
+fi
 # An image's answer is the same alone and among others, with augmentation.
 "$fixture" pgm "$work/t1.pgm" 28 28 21
 "$fixture" pgm "$work/t2.pgm" 28 28 22

@@ -80,6 +80,41 @@ static void test_options(const char* dir) {
   ttp_options_init(&o);
   CHECK(ttp_open(&o, &p) == TTP_ERR_INVALID_ARGUMENT, "no model dir accepted");
   ttp_close(p);
+
+  /* The GPU engine's options are checked whatever the engine. */
+  static const struct {
+    int max_batch, slots, precision, device;
+    const char* fragment;
+  } bad[] = {{0, 3, 0, 0, "max_batch must be 1..65536, not 0"},
+             {65537, 3, 0, 0, "max_batch must be 1..65536"},
+             {8, 1, 0, 0, "slots must be 2..16, not 1"},
+             {8, 17, 0, 0, "slots must be 2..16, not 17"},
+             {8, 3, 2, 0, "unknown precision 2"},
+             {8, 3, 0, -1, "device -1"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ttp_options_init(&o);
+    o.model_dir = dir;
+    o.engine = TTP_ENGINE_CPU;
+    o.max_batch = bad[i].max_batch, o.slots = bad[i].slots, o.device = bad[i].device;
+    o.precision = (ttp_precision)bad[i].precision;
+    CHECK(ttp_open(&o, &p) == TTP_ERR_INVALID_ARGUMENT, "accepted: %s", bad[i].fragment);
+    EXPECT_MESSAGE(ttp_last_error(p), bad[i].fragment);
+    ttp_close(p);
+  }
+  /* Without a GPU (or in a CPU-only build) the cudnn engine says so, and auto picks the CPU. */
+  ttp_options_init(&o);
+  o.model_dir = dir;
+  o.threads = 1;
+  if (ttp_gpu_count() == 0) {
+    o.engine = TTP_ENGINE_CUDNN;
+    CHECK(ttp_open(&o, &p) == TTP_ERR_NO_GPU, "cudnn opened without a GPU");
+    EXPECT_MESSAGE(ttp_last_error(p), "GPU");
+    ttp_close(p);
+    o.engine = TTP_ENGINE_AUTO;
+    CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
+    EXPECT_MESSAGE(ttp_engine_description(p), "cpu");
+    ttp_close(p);
+  }
 }
 
 static void test_description(const char* dir) {

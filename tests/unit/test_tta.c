@@ -197,12 +197,12 @@ static void test_math(void) {
 static void test_merge(void) {
   const float probs[3][4] = {{0.6f, 0.3f, 0.05f, 0.05f}, {0.1f, 0.5f, 0.3f, 0.1f},
                              {0.2f, 0.45f, 0.3f, 0.05f}};
-  double scratch[8], want[4];
+  double want[4];
   float merged[4];
   ttp_result r;
   /* mean */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_MEAN, &probs[0][0], 3, 4, scratch, merged, &r);
+  aug_merge(TTP_MERGE_MEAN, &probs[0][0], 3, 4, merged, &r);
   for (int k = 0; k < 4; k++) want[k] = ((double)probs[0][k] + probs[1][k] + probs[2][k]) / 3;
   CHECK(test_compare("mean", merged, want, 4, 1e-7, 0) == 0, "mean");
   double m = want[1], sd = sqrt((pow(probs[0][1] - m, 2) + pow(probs[1][1] - m, 2) +
@@ -211,20 +211,20 @@ static void test_merge(void) {
         "mean result %d %g %g (sd %g)", r.class_index, r.probability, r.spread, sd);
   /* vote: copies pick 0, 1, 1 */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 3, 4, scratch, merged, &r);
+  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 3, 4, merged, &r);
   double votes[4] = {1.0 / 3, 2.0 / 3, 0, 0};
   CHECK(test_compare("vote", merged, votes, 4, 1e-7, 0) == 0 && r.class_index == 1, "vote");
   /* vote tie (copies 0 and 1 pick 0 and 1): class 1 has the higher mean (0.4 vs 0.35) */
-  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 2, 4, scratch, merged, &r);
+  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 2, 4, merged, &r);
   CHECK(r.class_index == 1 && r.probability == 0.5f, "vote tie went to %d", r.class_index);
   /* max */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_MAX, &probs[0][0], 3, 4, scratch, merged, &r);
+  aug_merge(TTP_MERGE_MAX, &probs[0][0], 3, 4, merged, &r);
   double maxes[4] = {0.6 / 1.5, 0.5 / 1.5, 0.3 / 1.5, 0.1 / 1.5};
   CHECK(test_compare("max", merged, maxes, 4, 1e-7, 1e-6) == 0 && r.class_index == 0, "max");
   /* geometric mean */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_GMEAN, &probs[0][0], 3, 4, scratch, merged, &r);
+  aug_merge(TTP_MERGE_GMEAN, &probs[0][0], 3, 4, merged, &r);
   double total = 0;
   for (int k = 0; k < 4; k++)
     total += want[k] = cbrt((double)probs[0][k] * probs[1][k] * probs[2][k]);
@@ -232,11 +232,11 @@ static void test_merge(void) {
   CHECK(test_compare("gmean", merged, want, 4, 1e-7, 1e-6) == 0 && r.class_index == 1, "gmean");
   /* A zero probability in one copy does not make the geometric mean NaN. */
   const float zero[2][3] = {{1.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f}};
-  aug_merge(TTP_MERGE_GMEAN, &zero[0][0], 2, 3, scratch, merged, &r);
+  aug_merge(TTP_MERGE_GMEAN, &zero[0][0], 2, 3, merged, &r);
   CHECK(!isnan(merged[0]) && fabs(merged[0] - 0.5) < 1e-6 && fabs(merged[2]) < 1e-6,
         "gmean with zeros: %g %g %g", merged[0], merged[1], merged[2]);
   /* One copy: the result is that copy, spread 0. */
-  aug_merge(TTP_MERGE_MEAN, &probs[2][0], 1, 4, scratch, merged, &r);
+  aug_merge(TTP_MERGE_MEAN, &probs[2][0], 1, 4, merged, &r);
   CHECK(memcmp(merged, probs[2], sizeof merged) == 0 && r.spread == 0 && r.class_index == 1,
         "one copy");
 }

@@ -1,0 +1,73 @@
+/* CUDA Graph lifecycle: see graph.h. Capture rules kept here (shared/DESIGN.md): warm up on the
+   capture stream first; never capture on the legacy default stream; thread-local capture mode,
+   so that another thread's CUDA calls cannot break it; end a failed capture and discard it. */
+#include "graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../pipeline/cuda_check.h"
+
+/* Captures one graph; on failure returns a non-OK status with the reason in e. */
+static ttp_status capture(int slot, int bucket, graph_enqueue_fn enqueue, void* ctx,
+                          cudaStream_t stream, cudaGraphExec_t* exec, ttp_err* e) {
+  cudaGraph_t graph = NULL;
+  CUDA_TRY(e, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  ttp_status s = enqueue(ctx, slot, bucket, stream, e);
+  cudaError_t end = cudaStreamEndCapture(stream, &graph); /* always end what was begun */
+  if (s != TTP_OK) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return s;
+  }
+  if (end != cudaSuccess)
+    return ERR(e, TTP_ERR_CUDA, "cudaStreamEndCapture: %s", cudaGetErrorString(end));
+  cudaError_t inst = cudaGraphInstantiate(exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (inst != cudaSuccess)
+    return ERR(e, TTP_ERR_CUDA, "cudaGraphInstantiate: %s", cudaGetErrorString(inst));
+  CUDA_TRY(e, cudaGraphUpload(*exec, stream));
+  return TTP_OK;
+}
+
+static void destroy_graphs(graph_set* g) {
+  if (!g->exec) return;
+  for (int i = 0; i < g->slots * g->buckets; i++)
+    if (g->exec[i]) cudaGraphExecDestroy(g->exec[i]);
+  free(g->exec);
+  g->exec = NULL;
+  g->replaying = 0;
+}
+
+ttp_status graph_set_build(graph_set* g, int slots, int buckets, int use_graph,
+                           graph_enqueue_fn enqueue, void* ctx, cudaStream_t stream, ttp_err* e) {
+  *g = (graph_set){.slots = slots, .buckets = buckets};
+  for (int b = 0; b < buckets; b++) TRY(enqueue(ctx, 0, b, stream, e));
+  CUDA_TRY(e, cudaStreamSynchronize(stream));
+  if (!use_graph) {
+    snprintf(g->reason, sizeof g->reason, "eager launches, as asked (no graph)");
+    return TTP_OK;
+  }
+  g->exec = calloc((size_t)slots * buckets, sizeof *g->exec);
+  if (!g->exec) return ERR_NOMEM(e, (size_t)slots * buckets * sizeof *g->exec);
+  g->replaying = 1;
+  for (int slot = 0; slot < slots && g->replaying; slot++)
+    for (int b = 0; b < buckets && g->replaying; b++) {
+      ttp_err why = {0};
+      if (capture(slot, b, enqueue, ctx, stream, &g->exec[slot * buckets + b], &why) != TTP_OK) {
+        destroy_graphs(g);
+        snprintf(g->reason, sizeof g->reason, "eager launches: capture failed: %.300s", why.message);
+      }
+    }
+  CUDA_TRY(e, cudaStreamSynchronize(stream));
+  return TTP_OK;
+}
+
+ttp_status graph_set_launch(const graph_set* g, int slot, int bucket, graph_enqueue_fn enqueue,
+                            void* ctx, cudaStream_t stream, ttp_err* e) {
+  if (!g->replaying) return enqueue(ctx, slot, bucket, stream, e);
+  CUDA_TRY(e, cudaGraphLaunch(g->exec[slot * g->buckets + bucket], stream));
+  return TTP_OK;
+}
+
+void graph_set_destroy(graph_set* g) { destroy_graphs(g); }

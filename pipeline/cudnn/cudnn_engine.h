@@ -1,0 +1,64 @@
+/* The cudnn engine's internals, shared by its two files: cudnn_layers.c (each model layer on
+   cuDNN or cuBLASLt: plan, enqueue) and cudnn_engine.c (the engine: buffers, buckets, graphs,
+   the ring of slots and the run loop). Callers use cudnn_engine_ops (engine.h). */
+#ifndef TTP_CUDNN_ENGINE_H
+#define TTP_CUDNN_ENGINE_H
+
+#include <cublasLt.h>
+#include <cudnn.h>
+
+#include "../../graph/graph.h"
+#include "../engine.h"
+
+enum { GPU_MAX_BUCKETS = 8, GPU_MAX_SLOTS = 16, GPU_CANONICAL_IMAGES = 1024 };
+
+/* One model layer on the GPU. Tensor descriptors and matrix layouts exist per bucket, because
+   the number of rows n differs; the algorithm is one for all buckets. */
+typedef struct gpu_layer {
+  const model_layer* l;
+  int skip;        /* a ReLU that runs in the epilogue of the fc layer before it */
+  int fused_relu;  /* an fc layer whose epilogue also applies the next layer's ReLU */
+  void* weights;   /* device, in the engine's element type */
+  void* bias;
+  cudnnTensorDescriptor_t x[GPU_MAX_BUCKETS], y[GPU_MAX_BUCKETS];
+  cudnnFilterDescriptor_t filter;
+  cudnnConvolutionDescriptor_t conv;
+  cudnnConvolutionFwdAlgo_t conv_algo;
+  cudnnPoolingDescriptor_t pool;
+  cudnnActivationDescriptor_t activation;
+  cudnnLRNDescriptor_t lrn;
+  cublasLtMatmulDesc_t matmul;
+  cublasLtMatrixLayout_t a, b[GPU_MAX_BUCKETS], d[GPU_MAX_BUCKETS];
+  cublasLtMatmulAlgo_t gemm_algo;
+  char algo[128]; /* the algorithm chosen, in words */
+} gpu_layer;
+
+/* The context every layer plans and enqueues in. */
+typedef struct gpu_context {
+  cudnnHandle_t dnn;
+  cublasLtHandle_t lt;
+  cudaStream_t stream;          /* the compute stream: every layer runs on it */
+  int half;                     /* fp16 storage */
+  cudnnDataType_t dnn_type;     /* CUDNN_DATA_FLOAT or CUDNN_DATA_HALF */
+  cudaDataType_t blas_type;     /* CUDA_R_32F or CUDA_R_16F */
+  size_t elem;                  /* bytes per element */
+  int rows[GPU_MAX_BUCKETS];    /* n: images x copies of each bucket */
+  int buckets;
+  int canonical_rows;           /* GPU_CANONICAL_IMAGES x copies: where algorithms are chosen */
+  int device;
+  void* conv_workspace;         /* shared by every convolution; sized at plan */
+  size_t conv_workspace_size;
+  void* gemm_workspace;
+  size_t gemm_workspace_size;
+} gpu_context;
+
+/* Plans layer L (descriptors for every bucket, the algorithm, device weights) and raises
+   ctx->conv_workspace_size to what it needs. The workspaces are allocated after every layer is
+   planned. */
+ttp_status gpu_layer_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e);
+/* Launches layer L for bucket b on ctx->stream: in -> out. Launches only. */
+ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
+                             void* out, ttp_err* e);
+void gpu_layer_destroy(gpu_layer* L);
+
+#endif

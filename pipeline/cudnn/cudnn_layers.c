@@ -1,0 +1,421 @@
+/* Each model layer on the GPU, over the n = B x N rows of a batch, NCHW. A table of layer
+   operations (plan, enqueue) indexed by model_op.
+
+     conv     cudnnConvolutionForward (cross-correlation, zero padding), then bias_kernel.
+              The algorithm: cudnnFindConvolutionForwardAlgorithm at the largest bucket, the
+              fastest that every bucket supports (and, in fp32, that uses no tensor cores: no
+              TF32). fp32: FMA math. fp16: tensor-core math, fp32 accumulation.
+     maxpool  cudnnPoolingForward, CUDNN_PROPAGATE_NAN.
+     relu     cudnnActivationForward, unless the fc layer before it applies it in its epilogue.
+     fc       one cublasLtMatmul over all n rows: D (out x n) = W (in x out)^T X (in x n), the
+              bias (and the ReLU that follows) in the epilogue. Compute type fp32 in both
+              precisions (fp16 inputs run on tensor cores). The algorithm: the heuristic's best at
+              the largest bucket that every bucket accepts with split-K off.
+     lrn      cudnnLRNCrossChannelForward (the model's n, alpha, beta, k are cuDNN's definition).
+     softmax  cudnnSoftmaxForward, accurate, over each row's C x H x W.
+
+   Batch invariance: one algorithm per layer for every bucket, and no split-K, so that a row's
+   arithmetic does not depend on how many rows share the batch; tests/gpu checks the bits. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudnn_check.h"
+#include "cudnn_engine.h"
+#include "cudnn_kernels.h"
+
+static const float one = 1.0f, zero = 0.0f;
+
+static ttp_status plan_tensors(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  const model_layer* l = L->l;
+  for (int b = 0; b < ctx->buckets; b++) {
+    CUDNN_TRY(e, cudnnCreateTensorDescriptor(&L->x[b]));
+    CUDNN_TRY(e, cudnnCreateTensorDescriptor(&L->y[b]));
+    CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->x[b], CUDNN_TENSOR_NCHW, ctx->dnn_type,
+                                            ctx->rows[b], l->in.c, l->in.h, l->in.w));
+    CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->y[b], CUDNN_TENSOR_NCHW, ctx->dnn_type,
+                                            ctx->rows[b], l->out.c, l->out.h, l->out.w));
+  }
+  return TTP_OK;
+}
+
+/* The layer's weights and bias on the device, in the engine's element type. Every copy goes on
+   the engine's stream: a cudaMemcpy from pageable memory may return before its data lands, and
+   the legacy default stream does not order the engine's non-blocking stream. */
+static ttp_status upload(gpu_context* ctx, const float* host, size_t count, void** out,
+                         ttp_err* e) {
+  CUDA_TRY(e, cudaMalloc(out, count * ctx->elem));
+  if (!ctx->half) {
+    CUDA_TRY(e, cudaMemcpyAsync(*out, host, count * sizeof(float), cudaMemcpyHostToDevice,
+                                ctx->stream));
+    CUDA_TRY(e, cudaStreamSynchronize(ctx->stream));
+    return TTP_OK;
+  }
+  float* staging = NULL;
+  CUDA_TRY(e, cudaMalloc((void**)&staging, count * sizeof(float)));
+  ttp_status s = TTP_OK;
+  cudaError_t err = cudaMemcpyAsync(staging, host, count * sizeof(float), cudaMemcpyHostToDevice,
+                                    ctx->stream);
+  if (err != cudaSuccess)
+    s = ERR(e, TTP_ERR_CUDA, "cudaMemcpyAsync: %s", cudaGetErrorString(err));
+  if (s == TTP_OK) s = gpu_to_half(staging, *out, count, ctx->stream, e);
+  if (s == TTP_OK && (err = cudaStreamSynchronize(ctx->stream)) != cudaSuccess)
+    s = ERR(e, TTP_ERR_CUDA, "cudaStreamSynchronize: %s", cudaGetErrorString(err));
+  cudaFree(staging);
+  return s;
+}
+
+static ttp_status upload_weights(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  TRY(upload(ctx, L->l->weights, L->l->weight_count, &L->weights, e));
+  if (!L->l->bias) return TTP_OK;
+  return upload(ctx, L->l->bias, L->l->bias_count, &L->bias, e);
+}
+
+/* ---- conv ------------------------------------------------------------------------------------ */
+
+static const char* const conv_algo_names[] = {
+    "implicit GEMM", "implicit precomputed GEMM", "GEMM", "direct", "FFT", "tiled FFT",
+    "Winograd", "non-fused Winograd"};
+
+/* A convolution's algorithm depends on its shapes, the precision and the device, never on
+   max_batch: cudnnFindConvolutionForwardAlgorithm measures at the canonical batch
+   (ctx->canonical_rows), and the pick is remembered for the life of the process, so every
+   pipeline of a process runs the same arithmetic and an image gets the same bits whatever the
+   batch size. The pick is the lowest-numbered algorithm within 10% of the fastest that every
+   bucket can run (fp32: without tensor cores), so that timing noise rarely changes it between
+   processes either. */
+typedef struct conv_choice {
+  int key[11];
+  cudnnConvolutionFwdAlgo_t algo;
+  cudnnMathType_t math;
+  float ms;
+} conv_choice;
+
+enum { MAX_CONV_CHOICES = 64 };
+static conv_choice conv_choices[MAX_CONV_CHOICES];
+static int conv_choice_count;
+static pthread_mutex_t conv_choice_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int usable(const gpu_context* ctx, const gpu_layer* L, const cudnnConvolutionFwdAlgoPerf_t* p,
+                  size_t* workspace) {
+  int tensor_cores = p->mathType == CUDNN_TENSOR_OP_MATH ||
+                     p->mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  if (p->status != CUDNN_STATUS_SUCCESS || (!ctx->half && tensor_cores)) return 0;
+  *workspace = 0;
+  for (int b = 0; b < ctx->buckets; b++) {
+    size_t need;
+    if (cudnnGetConvolutionForwardWorkspaceSize(ctx->dnn, L->x[b], L->filter, L->conv, L->y[b],
+                                                p->algo, &need) != CUDNN_STATUS_SUCCESS)
+      return 0;
+    if (need > *workspace) *workspace = need;
+  }
+  return 1;
+}
+
+/* Measures the algorithms at the canonical batch and picks one (see above). */
+static ttp_status find_conv_algo(gpu_context* ctx, gpu_layer* L, conv_choice* pick, ttp_err* e) {
+  const model_layer* l = L->l;
+  cudnnTensorDescriptor_t x = NULL, y = NULL;
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int found = 0;
+  cudnnStatus_t st = cudnnCreateTensorDescriptor(&x);
+  if (st == CUDNN_STATUS_SUCCESS) st = cudnnCreateTensorDescriptor(&y);
+  if (st == CUDNN_STATUS_SUCCESS)
+    st = cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, ctx->dnn_type, ctx->canonical_rows,
+                                    l->in.c, l->in.h, l->in.w);
+  if (st == CUDNN_STATUS_SUCCESS)
+    st = cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, ctx->dnn_type, ctx->canonical_rows,
+                                    l->out.c, l->out.h, l->out.w);
+  if (st == CUDNN_STATUS_SUCCESS)
+    st = cudnnFindConvolutionForwardAlgorithm(ctx->dnn, x, L->filter, L->conv, y,
+                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
+  if (x) cudnnDestroyTensorDescriptor(x);
+  if (y) cudnnDestroyTensorDescriptor(y);
+  if (st != CUDNN_STATUS_SUCCESS)
+    return ERR(e, TTP_ERR_CUDNN, "layer %s: cudnnFindConvolutionForwardAlgorithm: %s", l->name,
+               cudnnGetErrorString(st));
+  const cudnnConvolutionFwdAlgoPerf_t* best = NULL;
+  size_t workspace;
+  for (int i = 0; i < found && !best; i++) /* perf is sorted by time */
+    if (usable(ctx, L, &perf[i], &workspace)) best = &perf[i];
+  if (!best)
+    return ERR(e, TTP_ERR_CUDNN, "layer %s: no convolution algorithm serves every batch bucket",
+               l->name);
+  const cudnnConvolutionFwdAlgoPerf_t* chosen = best;
+  for (int i = 0; i < found; i++)
+    if (perf[i].time <= 1.1f * best->time && perf[i].algo < chosen->algo &&
+        usable(ctx, L, &perf[i], &workspace))
+      chosen = &perf[i];
+  pick->algo = chosen->algo;
+  pick->math = chosen->mathType;
+  pick->ms = chosen->time;
+  return TTP_OK;
+}
+
+static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  const model_layer* l = L->l;
+  TRY(plan_tensors(ctx, L, e));
+  TRY(upload_weights(ctx, L, e));
+  CUDNN_TRY(e, cudnnCreateFilterDescriptor(&L->filter));
+  CUDNN_TRY(e, cudnnSetFilter4dDescriptor(L->filter, ctx->dnn_type, CUDNN_TENSOR_NCHW, l->p.conv.k,
+                                          l->in.c, l->p.conv.r, l->p.conv.s));
+  CUDNN_TRY(e, cudnnCreateConvolutionDescriptor(&L->conv));
+  CUDNN_TRY(e, cudnnSetConvolution2dDescriptor(L->conv, l->p.conv.pad, l->p.conv.pad,
+                                               l->p.conv.stride, l->p.conv.stride, 1, 1,
+                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  /* fp32 stays on FMA math: cuDNN's default math would allow TF32 on this hardware. */
+  CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, ctx->half ? CUDNN_TENSOR_OP_MATH
+                                                              : CUDNN_FMA_MATH));
+  conv_choice pick = {.key = {ctx->device, ctx->half, ctx->canonical_rows, l->in.c, l->in.h,
+                              l->in.w, l->p.conv.k, l->p.conv.r, l->p.conv.s, l->p.conv.stride,
+                              l->p.conv.pad}};
+  ttp_status s = TTP_OK;
+  int remembered = 0;
+  pthread_mutex_lock(&conv_choice_lock);
+  for (int i = 0; i < conv_choice_count && !remembered; i++)
+    if (memcmp(conv_choices[i].key, pick.key, sizeof pick.key) == 0) {
+      pick = conv_choices[i];
+      remembered = 1;
+    }
+  if (!remembered) {
+    s = find_conv_algo(ctx, L, &pick, e);
+    if (s == TTP_OK && conv_choice_count < MAX_CONV_CHOICES) conv_choices[conv_choice_count++] = pick;
+  }
+  pthread_mutex_unlock(&conv_choice_lock);
+  if (s != TTP_OK) return s;
+  size_t workspace = 0;
+  cudnnConvolutionFwdAlgoPerf_t as_perf = {.algo = pick.algo, .status = CUDNN_STATUS_SUCCESS,
+                                           .mathType = pick.math};
+  if (ctx->half) CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, pick.math));
+  const char* note = "";
+  if (!usable(ctx, L, &as_perf, &workspace)) {
+    /* Buckets larger than the remembered pick can serve: this pipeline picks for itself, and
+       its bits may differ from the process's other pipelines. */
+    TRY(find_conv_algo(ctx, L, &pick, e));
+    if (ctx->half) CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, pick.math));
+    as_perf.algo = pick.algo, as_perf.mathType = pick.math;
+    usable(ctx, L, &as_perf, &workspace);
+    note = ", own pick for these large buckets";
+  }
+  L->conv_algo = pick.algo;
+  if (workspace > ctx->conv_workspace_size) ctx->conv_workspace_size = workspace;
+  int tensor_cores = pick.math == CUDNN_TENSOR_OP_MATH ||
+                     pick.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  snprintf(L->algo, sizeof L->algo, "%s%s, %.3f ms at %d rows%s",
+           (unsigned)pick.algo < sizeof conv_algo_names / sizeof *conv_algo_names
+               ? conv_algo_names[pick.algo] : "algorithm ?",
+           tensor_cores ? " (tensor cores)" : "", pick.ms, ctx->canonical_rows, note);
+  return TTP_OK;
+}
+
+static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
+                               void* out, ttp_err* e) {
+  const model_layer* l = L->l;
+  CUDNN_TRY(e, cudnnConvolutionForward(ctx->dnn, &one, L->x[b], in, L->filter, L->weights, L->conv,
+                                       L->conv_algo, ctx->conv_workspace,
+                                       ctx->conv_workspace_size, &zero, L->y[b], out));
+  if (!L->bias) return TTP_OK;
+  return gpu_bias_add(out, L->bias, (size_t)ctx->rows[b], l->out.c, l->out.h * l->out.w,
+                      ctx->half, ctx->stream, e);
+}
+
+/* ---- maxpool, relu, lrn, softmax ----------------------------------------------------------- */
+
+static ttp_status pool_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  TRY(plan_tensors(ctx, L, e));
+  CUDNN_TRY(e, cudnnCreatePoolingDescriptor(&L->pool));
+  CUDNN_TRY(e, cudnnSetPooling2dDescriptor(L->pool, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN,
+                                           L->l->p.pool.r, L->l->p.pool.s, 0, 0,
+                                           L->l->p.pool.stride, L->l->p.pool.stride));
+  return TTP_OK;
+}
+
+static ttp_status pool_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
+                               void* out, ttp_err* e) {
+  CUDNN_TRY(e, cudnnPoolingForward(ctx->dnn, L->pool, &one, L->x[b], in, &zero, L->y[b], out));
+  return TTP_OK;
+}
+
+static ttp_status relu_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  if (L->skip) {
+    snprintf(L->algo, sizeof L->algo, "in the fc epilogue");
+    return TTP_OK;
+  }
+  TRY(plan_tensors(ctx, L, e));
+  CUDNN_TRY(e, cudnnCreateActivationDescriptor(&L->activation));
+  CUDNN_TRY(e, cudnnSetActivationDescriptor(L->activation, CUDNN_ACTIVATION_RELU,
+                                            CUDNN_PROPAGATE_NAN, 0.0));
+  return TTP_OK;
+}
+
+static ttp_status relu_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
+                               void* out, ttp_err* e) {
+  CUDNN_TRY(e, cudnnActivationForward(ctx->dnn, L->activation, &one, L->x[b], in, &zero, L->y[b],
+                                      out));
+  return TTP_OK;
+}
+
+static ttp_status lrn_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  TRY(plan_tensors(ctx, L, e));
+  CUDNN_TRY(e, cudnnCreateLRNDescriptor(&L->lrn));
+  CUDNN_TRY(e, cudnnSetLRNDescriptor(L->lrn, (unsigned)L->l->p.lrn.n, L->l->p.lrn.alpha,
+                                     L->l->p.lrn.beta, L->l->p.lrn.k));
+  return TTP_OK;
+}
+
+static ttp_status lrn_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
+                              void* out, ttp_err* e) {
+  CUDNN_TRY(e, cudnnLRNCrossChannelForward(ctx->dnn, L->lrn, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one,
+                                           L->x[b], in, &zero, L->y[b], out));
+  return TTP_OK;
+}
+
+static ttp_status softmax_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  return plan_tensors(ctx, L, e);
+}
+
+static ttp_status softmax_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                                  const void* in, void* out, ttp_err* e) {
+  CUDNN_TRY(e, cudnnSoftmaxForward(ctx->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
+                                   &one, L->x[b], in, &zero, L->y[b], out));
+  return TTP_OK;
+}
+
+/* ---- fc ---------------------------------------------------------------------------------- */
+
+static ttp_status set_matmul(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t what,
+                             const void* value, size_t size, ttp_err* e) {
+  CUBLAS_TRY(e, cublasLtMatmulDescSetAttribute(d, what, value, size));
+  return TTP_OK;
+}
+
+/* The heuristic's first algorithm, asked for at the canonical batch (the heuristic does not
+   measure: the same shapes always give the same answer), that with split-K off every bucket
+   accepts: so the algorithm does not depend on max_batch. */
+static ttp_status pick_gemm_algo(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  enum { WANTED = 16 };
+  int found = 0;
+  int in = (int)model_shape_size(L->l->in), out = L->l->p.fc.out;
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatrixLayout_t b = NULL, d = NULL;
+  cublasLtMatmulHeuristicResult_t results[WANTED];
+  CUBLAS_TRY(e, cublasLtMatmulPreferenceCreate(&pref));
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->gemm_workspace_size,
+      sizeof ctx->gemm_workspace_size);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatrixLayoutCreate(&b, ctx->blas_type, in, ctx->canonical_rows, in);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatrixLayoutCreate(&d, ctx->blas_type, out, ctx->canonical_rows, out);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, L->matmul, L->a, b, d, d, pref, WANTED, results,
+                                        &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (b) cublasLtMatrixLayoutDestroy(b);
+  if (d) cublasLtMatrixLayoutDestroy(d);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return ERR(e, TTP_ERR_CUBLAS, "layer %s: cublasLtMatmulAlgoGetHeuristic: %s", L->l->name,
+               cublasLtGetStatusString(st));
+  for (int i = 0; i < found; i++) {
+    cublasLtMatmulAlgo_t algo = results[i].algo;
+    uint32_t splits = 1, reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+    cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                         sizeof splits);
+    cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &reduction,
+                                         sizeof reduction);
+    int every_bucket = 1;
+    for (int b = 0; b < ctx->buckets && every_bucket; b++) {
+      cublasLtMatmulHeuristicResult_t check;
+      every_bucket = cublasLtMatmulAlgoCheck(ctx->lt, L->matmul, L->a, L->b[b], L->d[b], L->d[b],
+                                             &algo, &check) == CUBLAS_STATUS_SUCCESS &&
+                     check.workspaceSize <= ctx->gemm_workspace_size;
+    }
+    if (!every_bucket) continue;
+    L->gemm_algo = algo;
+    int id = 0, tile = 0;
+    size_t written;
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
+                                         &written);
+    snprintf(L->algo, sizeof L->algo, "cuBLASLt algo %d tile %d, no split-K%s", id, tile,
+             L->fused_relu ? ", bias+ReLU epilogue" : ", bias epilogue");
+    return TTP_OK;
+  }
+  return ERR(e, TTP_ERR_CUBLAS, "layer %s: no GEMM algorithm serves every batch bucket",
+             L->l->name);
+}
+
+static ttp_status fc_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  const model_layer* l = L->l;
+  int in = (int)model_shape_size(l->in), out = l->p.fc.out;
+  TRY(upload_weights(ctx, L, e));
+  CUBLAS_TRY(e, cublasLtMatmulDescCreate(&L->matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t transpose = CUBLAS_OP_T;
+  TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose, e));
+  if (L->bias) {
+    cublasLtEpilogue_t epilogue = L->fused_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue, e));
+    TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &L->bias, sizeof L->bias, e));
+  } else if (L->fused_relu) {
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_RELU;
+    TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue, e));
+  }
+  /* Column-major views: W is in x out (ld in), X is in x n (ld in), D is out x n (ld out). */
+  CUBLAS_TRY(e, cublasLtMatrixLayoutCreate(&L->a, ctx->blas_type, in, out, in));
+  for (int b = 0; b < ctx->buckets; b++) {
+    CUBLAS_TRY(e, cublasLtMatrixLayoutCreate(&L->b[b], ctx->blas_type, in, ctx->rows[b], in));
+    CUBLAS_TRY(e, cublasLtMatrixLayoutCreate(&L->d[b], ctx->blas_type, out, ctx->rows[b], out));
+  }
+  return pick_gemm_algo(ctx, L, e);
+}
+
+static ttp_status fc_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
+                             void* out, ttp_err* e) {
+  CUBLAS_TRY(e, cublasLtMatmul(ctx->lt, L->matmul, &one, L->weights, L->a, in, L->b[b], &zero, out,
+                               L->d[b], out, L->d[b], &L->gemm_algo, ctx->gemm_workspace,
+                               ctx->gemm_workspace_size, ctx->stream));
+  return TTP_OK;
+}
+
+/* ---- the table --------------------------------------------------------------------------- */
+
+typedef struct gpu_layer_ops {
+  ttp_status (*plan)(gpu_context* ctx, gpu_layer* L, ttp_err* e);
+  ttp_status (*enqueue)(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
+                        void* out, ttp_err* e);
+} gpu_layer_ops;
+
+static const gpu_layer_ops gpu_layer_table[MODEL_OP_COUNT] = {
+    [MODEL_CONV] = {conv_plan, conv_enqueue},       [MODEL_MAXPOOL] = {pool_plan, pool_enqueue},
+    [MODEL_RELU] = {relu_plan, relu_enqueue},       [MODEL_FC] = {fc_plan, fc_enqueue},
+    [MODEL_LRN] = {lrn_plan, lrn_enqueue},          [MODEL_SOFTMAX] = {softmax_plan, softmax_enqueue},
+};
+
+ttp_status gpu_layer_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  return gpu_layer_table[L->l->op].plan(ctx, L, e);
+}
+
+ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
+                             void* out, ttp_err* e) {
+  return gpu_layer_table[L->l->op].enqueue(ctx, L, b, in, out, e);
+}
+
+void gpu_layer_destroy(gpu_layer* L) {
+  for (int b = 0; b < GPU_MAX_BUCKETS; b++) {
+    if (L->x[b]) cudnnDestroyTensorDescriptor(L->x[b]);
+    if (L->y[b]) cudnnDestroyTensorDescriptor(L->y[b]);
+    if (L->b[b]) cublasLtMatrixLayoutDestroy(L->b[b]);
+    if (L->d[b]) cublasLtMatrixLayoutDestroy(L->d[b]);
+  }
+  if (L->a) cublasLtMatrixLayoutDestroy(L->a);
+  if (L->matmul) cublasLtMatmulDescDestroy(L->matmul);
+  if (L->filter) cudnnDestroyFilterDescriptor(L->filter);
+  if (L->conv) cudnnDestroyConvolutionDescriptor(L->conv);
+  if (L->pool) cudnnDestroyPoolingDescriptor(L->pool);
+  if (L->activation) cudnnDestroyActivationDescriptor(L->activation);
+  if (L->lrn) cudnnDestroyLRNDescriptor(L->lrn);
+  cudaFree(L->weights);
+  cudaFree(L->bias);
+  memset(L, 0, sizeof *L);
+}

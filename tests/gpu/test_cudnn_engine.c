@@ -1,0 +1,210 @@
+/* The cudnn engine against the CPU reference, with test-time augmentation (N = 5):
+     - merged probabilities within 1e-4 (fp32) and 1e-2 (fp16) of the CPU engine's, and the same
+       class wherever the CPU's top-two margin exceeds that tolerance;
+     - graph replay and eager launches give the same bits;
+     - the results do not change with the batch size, the bucket or the number of slots (the
+       same bits whether an image goes through in a batch of 1024, of 37 or alone);
+     - every merge mode agrees with the CPU's.
+   On NVIDIA's model and the 10,000 MNIST test images when SHARED_DATASETS_DIR has them, else on a
+   generated model and 3001 random images. Usage: test_cudnn_engine SHARED_DATASETS_DIR.
+   Skipped (77) without a GPU. */
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/common/check.h"
+#include "tests/common/fixtures.h"
+#include "ttapipe.h"
+
+typedef struct run_spec {
+  ttp_engine engine;
+  ttp_precision precision;
+  int max_batch, slots, no_graph;
+  ttp_merge merge;
+} run_spec;
+
+typedef struct outputs {
+  ttp_result* results;
+  float* probs;
+} outputs;
+
+static const char* model_dir;
+static const uint8_t* images;
+static size_t count;
+static int classes;
+
+/* Classifies images [0, n) with the spec, in calls of `per_call` images (0: one call). */
+static outputs classify(run_spec r, size_t n, size_t per_call) {
+  ttp_tta tta;
+  ttp_tta_init(&tta);
+  tta.copies = 5;
+  tta.merge = r.merge;
+  ttp_options o;
+  ttp_options_init(&o);
+  o.model_dir = model_dir;
+  o.engine = r.engine;
+  o.precision = r.precision;
+  o.max_batch = r.max_batch;
+  o.slots = r.slots;
+  o.no_graph = r.no_graph;
+  o.tta = &tta;
+  ttp_pipeline* p = NULL;
+  CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
+  outputs out = {malloc(n * sizeof(ttp_result)), malloc(n * classes * sizeof(float))};
+  memset(out.results, 0xff, n * sizeof(ttp_result));
+  test_poison(out.probs, n * classes);
+  if (!per_call) per_call = n;
+  for (size_t first = 0; first < n; first += per_call) {
+    size_t k = n - first < per_call ? n - first : per_call;
+    CHECK(ttp_classify(p, images + first * 784, k, out.results + first, out.probs + first * classes) ==
+              TTP_OK, "%s", ttp_last_error(p));
+  }
+  printf("  ran: %s\n", ttp_engine_description(p));
+  ttp_close(p);
+  return out;
+}
+
+static void release(outputs o) {
+  free(o.results);
+  free(o.probs);
+}
+
+/* Same bits, results and probabilities. */
+static void expect_identical(const char* what, outputs a, outputs b, size_t n) {
+  size_t differ = 0;
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&a.results[i], &b.results[i], sizeof(ttp_result)) ||
+        memcmp(a.probs + i * classes, b.probs + i * classes, classes * sizeof(float)))
+      if (differ++ < 3)
+        fprintf(stderr, "  %s: image %zu: class %d p %.9g vs class %d p %.9g\n", what, i,
+                a.results[i].class_index, a.results[i].probability, b.results[i].class_index,
+                b.results[i].probability);
+  printf("%-58s %zu of %zu images differ in any bit\n", what, differ, n);
+  CHECK(differ == 0, "%s: results differ", what);
+}
+
+/* Within tol of the CPU; same class wherever the CPU's top-two margin exceeds tol. */
+static void expect_close(const char* what, outputs gpu, outputs cpu, size_t n, double tol) {
+  double worst = 0;
+  size_t out_of_tol = 0, wrong_class = 0, close_calls = 0;
+  for (size_t i = 0; i < n; i++) {
+    const float* g = gpu.probs + i * classes;
+    const float* c = cpu.probs + i * classes;
+    double first = -1, second = -1;
+    for (int k = 0; k < classes; k++) {
+      double d = fabs((double)g[k] - c[k]);
+      if (!(d <= worst)) worst = d; /* NaN makes worst NaN */
+      if (!(d <= tol) && out_of_tol++ < 3)
+        fprintf(stderr, "  %s: image %zu class %d: gpu %.9g cpu %.9g\n", what, i, k, g[k], c[k]);
+      if (c[k] > first) second = first, first = c[k];
+      else if (c[k] > second) second = c[k];
+    }
+    if (first - second > tol) {
+      if (gpu.results[i].class_index != cpu.results[i].class_index && wrong_class++ < 3)
+        fprintf(stderr, "  %s: image %zu: gpu class %d, cpu class %d (margin %.3g)\n", what, i,
+                gpu.results[i].class_index, cpu.results[i].class_index, first - second);
+    } else {
+      close_calls++;
+    }
+  }
+  printf("%-58s max |gpu - cpu| %.3g (tolerance %.0e); %zu over; %zu classes differ; %zu images "
+         "within the margin\n", what, worst, tol, out_of_tol, wrong_class, close_calls);
+  CHECK(out_of_tol == 0 && wrong_class == 0 && !isnan(worst), "%s: GPU and CPU disagree", what);
+}
+
+int main(int argc, char** argv) {
+  CHECK(argc == 2, "usage: %s SHARED_DATASETS_DIR", argv[0]);
+  if (ttp_gpu_count() == 0) {
+    printf("skipped: no CUDA device\n");
+    return TEST_SKIP;
+  }
+  char dir[4096], path[4200], error[TTP_ERROR_SIZE];
+  ttp_images mnist = {0};
+  snprintf(path, sizeof path, "%s/mnist/t10k-images-idx3-ubyte.gz", argv[1]);
+  snprintf(dir, sizeof dir, "%s/mnistcudnn", argv[1]);
+  struct stat st;
+  char* made = NULL;
+  if (stat(dir, &st) == 0 && ttp_read_idx_images(path, &mnist, error, sizeof error) == TTP_OK) {
+    model_dir = dir;
+    images = mnist.pixels;
+    count = mnist.count;
+    printf("NVIDIA's model on the %zu MNIST test images\n", count);
+  } else {
+    made = strdup(test_make_dir());
+    fixture_model_dir(made, 5);
+    model_dir = made;
+    count = 3001;
+    uint8_t* px = malloc(count * 784);
+    test_rng rng = {4242};
+    for (size_t i = 0; i < count * 784; i++) px[i] = (uint8_t)test_int(&rng, 0, 255);
+    images = px;
+    printf("a generated model on %zu random images\n", count);
+  }
+  classes = 10;
+
+  run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN};
+  run_spec fp32 = {TTP_ENGINE_CUDNN, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN};
+  run_spec fp16 = fp32;
+  fp16.precision = TTP_PRECISION_FP16;
+  outputs ref = classify(cpu, count, 0);
+
+  for (int half = 0; half < 2; half++) {
+    run_spec base = half ? fp16 : fp32;
+    const char* name = half ? "fp16" : "fp32";
+    char what[96];
+    outputs graph = classify(base, count, 0);
+    snprintf(what, sizeof what, "%s, graphs, batch 1024, 3 slots, vs the CPU", name);
+    expect_close(what, graph, ref, count, half ? 1e-2 : 1e-4);
+
+    run_spec eager = base;
+    eager.no_graph = 1;
+    outputs e = classify(eager, count, 0);
+    snprintf(what, sizeof what, "%s, eager vs graphs", name);
+    expect_identical(what, e, graph, count);
+    release(e);
+
+    run_spec small = base;
+    small.max_batch = 37, small.slots = 2;
+    outputs s = classify(small, count, 0);
+    snprintf(what, sizeof what, "%s, batch 37 (buckets 1/8/37), 2 slots, vs batch 1024", name);
+    expect_identical(what, s, graph, count);
+    release(s);
+
+    run_spec ring = base;
+    ring.max_batch = 64, ring.slots = 7;
+    outputs one = classify(ring, 200, 1); /* 200 calls of one image: bucket 1 */
+    snprintf(what, sizeof what, "%s, one image per call, 7 slots, vs batch 1024", name);
+    expect_identical(what, one, graph, 200);
+    release(one);
+    outputs odd = classify(ring, 1000, 333); /* calls of 333: batches of 64 and a partial 13 */
+    snprintf(what, sizeof what, "%s, calls of 333 in batches of 64, vs batch 1024", name);
+    expect_identical(what, odd, graph, 1000);
+    release(odd);
+    release(graph);
+  }
+
+  /* The other merge modes, on the first 2000 images. */
+  static const ttp_merge modes[] = {TTP_MERGE_VOTE, TTP_MERGE_MAX, TTP_MERGE_GMEAN};
+  static const char* const mode_names[] = {"vote", "max", "gmean"};
+  size_t n = count < 2000 ? count : 2000;
+  for (int m = 0; m < 3; m++) {
+    run_spec c = cpu, g = fp32;
+    c.merge = g.merge = modes[m];
+    outputs a = classify(c, n, 0), b = classify(g, n, 0);
+    char what[96];
+    snprintf(what, sizeof what, "fp32, merge %s, vs the CPU", mode_names[m]);
+    expect_close(what, b, a, n, 1e-4);
+    release(a);
+    release(b);
+  }
+  release(ref);
+  if (made) {
+    test_remove_tree(made);
+    free(made);
+    free((void*)images);
+  } else {
+    ttp_free(mnist.pixels);
+  }
+  printf("cudnn engine: agrees with the CPU; graph, eager, buckets and slots give the same bits\n");
+  return 0;
+}
