@@ -3,7 +3,6 @@
 #include <stdlib.h>
 
 #include "idx.h"
-#include "pgm.h"
 
 ttp_status ttp_read_idx_images(const char* path, ttp_images* out, char* error, size_t error_size) {
   ttp_err e = {0};
@@ -40,18 +39,6 @@ ttp_status ttp_read_idx_labels(const char* path, uint8_t** labels, size_t* count
     if (idx_read(path, 1, "labels", TTP_IDX_MAX_BYTES, dims, labels, &e) == TTP_OK)
       *count = dims[0];
   }
-  err_copy_out(&e, error, error_size);
-  return e.status;
-}
-
-ttp_status ttp_read_image(const char* path, int rows, int cols, uint8_t* pixels, char* error,
-                          size_t error_size) {
-  ttp_err e = {0};
-  if (!path || !pixels || rows < 1 || cols < 1)
-    ERR(&e, TTP_ERR_INVALID_ARGUMENT, "ttp_read_image: path, pixels and a positive size are "
-        "required");
-  else
-    pgm_read(path, rows, cols, pixels, &e);
   err_copy_out(&e, error, error_size);
   return e.status;
 }

@@ -8,27 +8,9 @@
 #include "../augment/tta.h"
 #include "../io/model_mnistcudnn.h"
 #include "cpu/cpu_engine.h"
-#include "engine.h"
-#include "error.h"
-#include "model.h"
-#include "ttapipe.h"
+#include "pipeline_internal.h"
 
 enum { MAX_BATCH_LIMIT = 65536, MIN_SLOTS = 2, MAX_SLOTS = 16 };
-
-struct ttp_pipeline {
-  ttp_err err;
-  ttp_options options;
-  model* model;
-  aug_spec spec;            /* the augmentation, checked */
-  ttp_merge merge;
-  ttp_model_info info;
-  ttp_layer_info* layers;
-  char (*details)[64];      /* layers[i].detail */
-  char (*index_labels)[12]; /* class names when the model has no labels.txt */
-  const engine_ops* engine;
-  void* engine_state;       /* NULL until the engine is open */
-  char description[1600];
-};
 
 /* ---- version, status, build -------------------------------------------------------------- */
 

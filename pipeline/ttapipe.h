@@ -51,6 +51,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -299,14 +300,144 @@ ttp_status ttp_read_idx_images(const char* path, ttp_images* out, char* error, s
 ttp_status ttp_read_idx_labels(const char* path, uint8_t** labels, size_t* count, char* error,
                                size_t error_size);
 
-/* Reads one image file into pixels (rows x cols bytes, written only on success). Today: binary
-   8-bit PGM ("P5", maxval 1..255, scaled to 0..255) of exactly rows x cols.
-   Returns TTP_OK, TTP_ERR_IO, TTP_ERR_FORMAT, TTP_ERR_INVALID_ARGUMENT. */
-ttp_status ttp_read_image(const char* path, int rows, int cols, uint8_t* pixels, char* error,
-                          size_t error_size);
+/* ---- Image files ---------------------------------------------------------------------------- *
+ * ttp_load_image turns an image file into the model's input, in this order:
+ *   1. the file is read whole (at most max_file_bytes); its format comes from its first bytes:
+ *      PNG, JPEG, BMP (Debian's stb_image, only these decoders compiled in) or binary PNM (P5
+ *      grey, P6 colour; ttapipe's own parser); its declared size is checked against max_width x
+ *      max_height before anything is decoded; images are never flipped;
+ *   2. to grey, in [0, 1]: colour by BT.601 luma (0.299 R + 0.587 G + 0.114 B), alpha composited
+ *      over white (a transparent background is paper);
+ *   3. polarity: the models expect light strokes on black. TTP_INVERT_AUTO inverts (1 - v) when
+ *      the mean of the outermost ring of pixels is above 0.5, i.e. the background is light;
+ *   4. size: TTP_CENTER_NONE resizes the whole image to rows x cols; TTP_CENTER_MNIST does what
+ *      was done to MNIST: crop to the bounding box of the ink (pixels of 0.3 and above), scale it
+ *      so that its longer side is 20 pixels (aspect kept), and place it in the rows x cols field
+ *      with its centre of mass (pixel values as weights) at the centre. Shrinking averages areas;
+ *      enlarging is bilinear;
+ *   5. each pixel rounded to 0..255. */
 
-/* Releases memory that a ttp_read_* function allocated. Accepts NULL. */
+typedef enum ttp_invert {
+  TTP_INVERT_AUTO = 0, /* invert when the border is light (default) */
+  TTP_INVERT_YES = 1,
+  TTP_INVERT_NO = 2
+} ttp_invert;
+
+typedef enum ttp_center {
+  TTP_CENTER_NONE = 0, /* resize the whole image (default) */
+  TTP_CENTER_MNIST = 1 /* crop to the ink, fit 20 x 20, centre of mass at the centre */
+} ttp_center;
+
+typedef struct ttp_image_options {
+  size_t struct_size;        /* sizeof(ttp_image_options); set by ttp_image_options_init */
+  ttp_invert invert;         /* default TTP_INVERT_AUTO */
+  ttp_center center;         /* default TTP_CENTER_NONE */
+  int max_width, max_height; /* larger images are refused before decoding, 1..8192 (default
+                                8192 x 8192) */
+  size_t max_file_bytes;     /* larger files are refused unread (default 64 MiB) */
+} ttp_image_options;
+
+void ttp_image_options_init(ttp_image_options* o);
+
+/* Loads the image file at path into pixels (rows x cols bytes, rows top first; written only on
+   success). options NULL: the defaults. Thread-safe.
+   Returns TTP_OK, TTP_ERR_IO (cannot open or read; a directory), TTP_ERR_FORMAT (not an image
+   of a known format, corrupt, too large), TTP_ERR_OUT_OF_MEMORY, TTP_ERR_INVALID_ARGUMENT. */
+ttp_status ttp_load_image(const char* path, const ttp_image_options* options, int rows, int cols,
+                          uint8_t* pixels, char* error, size_t error_size);
+
+/* ---- File lists ----------------------------------------------------------------------------- */
+
+typedef struct ttp_file_list {
+  char** paths; /* count paths, each allocated; release the whole list with ttp_file_list_free */
+  size_t count;
+} ttp_file_list;
+
+typedef struct ttp_list_options {
+  size_t struct_size;     /* sizeof(ttp_list_options); set by ttp_list_options_init */
+  int hidden;             /* also walk into and take names beginning with '.' (default 0) */
+  const char* extensions; /* comma-separated, case-insensitive, without dots: the files a
+                             directory walk takes (default "png,jpg,jpeg,bmp,pgm,ppm,pnm") */
+} ttp_list_options;
+
+void ttp_list_options_init(ttp_list_options* o);
+
+/* Appends to *list (which may hold paths already; start from {0}) each of the count paths:
+   a directory is walked recursively, following symbolic links but never into a directory
+   twice (loops are safe), and the files in it whose extension matches are appended in
+   byte-wise sorted order; anything else is appended as given, whatever its extension (if it
+   cannot be read, classifying it gives that file's error). Explicit paths are never filtered.
+   Returns TTP_OK, TTP_ERR_OUT_OF_MEMORY, TTP_ERR_INVALID_ARGUMENT. */
+ttp_status ttp_list_files(const char* const* paths, size_t count, const ttp_list_options* options,
+                          ttp_file_list* list, char* error, size_t error_size);
+
+/* Appends the paths listed in a file, one a line ('\n'), or separated by NUL bytes when
+   nul_separated; "-" reads standard input. Empty entries are skipped; order is kept.
+   Returns TTP_OK, TTP_ERR_IO, TTP_ERR_OUT_OF_MEMORY. */
+ttp_status ttp_read_file_list(const char* path, int nul_separated, ttp_file_list* list,
+                              char* error, size_t error_size);
+
+void ttp_file_list_free(ttp_file_list* list); /* empties the list; accepts NULL */
+
+/* Releases memory that a ttp_read_idx_* function allocated. Accepts NULL. */
 void ttp_free(void* memory);
+
+/* ---- Classifying files ---------------------------------------------------------------------- */
+
+/* Called once per file, in the order of the paths, on the thread that called
+   ttp_classify_files. result and probabilities (classes floats) are NULL when the file failed;
+   error is then its one-line message, else NULL. The pointers are valid during the call only. */
+typedef void (*ttp_file_callback)(void* user, size_t index, const char* path,
+                                  const ttp_result* result, const float* probabilities,
+                                  const char* error);
+
+typedef struct ttp_bulk_stats {
+  size_t struct_size; /* sizeof(ttp_bulk_stats), set by the caller */
+  size_t files, classified, failed;
+  double read_seconds;       /* reading files, summed over the decoding threads */
+  double decode_seconds;     /* decoding them, summed over the threads */
+  double preprocess_seconds; /* grey, invert, resize, centre; summed over the threads */
+  double classify_seconds;   /* the engine, on the calling thread */
+  double waiting_seconds;    /* the calling thread waiting for decoded images */
+  double callback_seconds;   /* in the callback (writing results) */
+  double wall_seconds;
+} ttp_bulk_stats;
+
+/* Classifies image files: a pool of `threads` threads (0: one per core) reads and decodes them
+   (ttp_load_image with options) while the engine classifies the batches already decoded; the
+   pool runs ahead of the engine by at most `slots` batches (ttp_options.slots), so memory stays
+   bounded and one slow file holds back nothing but its own batch's hand-over. A file that fails
+   is reported to the callback with its error and the others go on. stats may be NULL.
+   Returns TTP_OK (also when files failed: see stats->failed), TTP_ERR_INVALID_ARGUMENT, or an
+   engine failure. */
+ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t count,
+                              const ttp_image_options* options, int threads,
+                              ttp_file_callback callback, void* user, ttp_bulk_stats* stats);
+
+/* ---- Writing results -------------------------------------------------------------------------- *
+ * One row per file. CSV (RFC 4180, a header line first, fields quoted when they hold a comma,
+ * quote or line break): path,status,class,label,probability; then with top-k > 1
+ * class_2,label_2,probability_2 .. class_K,label_K,probability_K; then with probabilities
+ * spread and one p_LABEL column per class. status is "ok" or the file's error; the other fields
+ * of an error row are empty. JSON Lines: one object per line with the same fields ("top": a list
+ * of {class, label, probability}; "spread" and "probabilities": a list), null where empty;
+ * strings escaped, bytes that are not UTF-8 written as \u00XX. */
+
+typedef enum ttp_format { TTP_FORMAT_CSV = 0, TTP_FORMAT_JSONL = 1 } ttp_format;
+
+typedef struct ttp_writer ttp_writer;
+
+/* out: an open stream (not closed by the writer). topk: 1..classes. The pipeline gives the
+   labels and must outlive the writer. Writes the CSV header. */
+ttp_status ttp_writer_open(const ttp_pipeline* p, FILE* out, ttp_format format, int topk,
+                           int probabilities, ttp_writer** writer, char* error,
+                           size_t error_size);
+/* One row: result and probabilities (both required) as ttp_file_callback gives them, or error
+   (then both may be NULL). Returns TTP_ERR_IO when the stream fails (disk full, closed pipe). */
+ttp_status ttp_writer_write(ttp_writer* w, const char* path, const ttp_result* result,
+                            const float* probabilities, const char* error);
+/* Flushes and frees; returns TTP_ERR_IO if anything written was lost. Accepts NULL. */
+ttp_status ttp_writer_close(ttp_writer* w);
 
 /* ---- Machine ------------------------------------------------------------------------------ */
 

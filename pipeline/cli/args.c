@@ -18,14 +18,23 @@ int cli_usage_error(const cli_command* cmd, const char* fmt, ...) {
   return CLI_EXIT_USAGE;
 }
 
+/* The short spelling of --name, or NULL. */
+static const char* alias_of(const cli_command* cmd, const char* name) {
+  for (const char* const* a = cmd->aliases; a && a[0]; a += 2)
+    if (strcmp(a[1], name) == 0) return a[0];
+  return NULL;
+}
+
 static void print_help(const cli_command* cmd) {
   printf("Usage: ttapipe %s %s\n\n%s\n\nOptions:\n", cmd->name, cmd->usage, cmd->summary);
   for (const cli_option* o = cmd->options; o->name; o++) {
     char left[64];
-    snprintf(left, sizeof left, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-    printf("  %-24s %s\n", left, o->help);
+    const char* alias = alias_of(cmd, o->name);
+    snprintf(left, sizeof left, "%s%s--%s%s%s", alias ? alias : "", alias ? ", " : "", o->name,
+             o->arg ? " " : "", o->arg ? o->arg : "");
+    printf("  %-28s %s\n", left, o->help);
   }
-  printf("  %-24s %s\n", "--help", "show this help and exit");
+  printf("  %-28s %s\n", "-h, --help", "show this help and exit");
   if (cmd->details) printf("\n%s\n", cmd->details);
 }
 
@@ -56,8 +65,13 @@ int cli_parse(const cli_command* cmd, int argc, char** argv, cli_args* out) {
       print_help(cmd);
       return 0;
     }
-    if (arg[1] != '-') return cli_usage_error(cmd, "unknown option '%s'", arg);
     const char* name = arg + 2;
+    if (arg[1] != '-') { /* a short spelling */
+      name = NULL;
+      for (const char* const* a = cmd->aliases; a && a[0] && !name; a += 2)
+        if (strcmp(a[0], arg) == 0) name = a[1];
+      if (!name) return cli_usage_error(cmd, "unknown option '%s'", arg);
+    }
     const char* eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     int k = find_option(cmd, name, len);

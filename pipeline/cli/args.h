@@ -28,6 +28,8 @@ typedef struct cli_command {
   const cli_option* options; /* ends with a {NULL} entry */
   int max_positional;        /* 0: none accepted; -1: any number */
   int (*run)(const cli_args* args);
+  const char* const* aliases; /* NULL, or pairs {"-o", "output", ...} ending with NULL: short
+                                 spellings of long options */
 } cli_command;
 
 /* Parses argv[1..argc-1] (argv[0] is the subcommand's name). Returns -1 when parsing succeeded,

@@ -50,9 +50,6 @@ int cli_fail(const char* fmt, ...)
 /* Seconds on a monotonic clock. */
 double cli_now(void);
 
-/* Writes s as one CSV field (RFC 4180: quoted when it holds a comma, quote, CR or LF). */
-void cli_csv_field(FILE* f, const char* s);
-
 extern const cli_command cli_eval, cli_classify, cli_info;
 
 #endif

@@ -1,4 +1,4 @@
-/* Helpers the subcommands share: opening the pipeline from options, errors, time, CSV. */
+/* Helpers the subcommands share: opening the pipeline from options, errors, time. */
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
@@ -95,17 +95,4 @@ double cli_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-void cli_csv_field(FILE* f, const char* s) {
-  if (!strpbrk(s, ",\"\r\n")) {
-    fputs(s, f);
-    return;
-  }
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"') fputc('"', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
 }

@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include "check.h"
+#include <stb/stb_image_write.h>
 
 const fixture_file fixture_model_files[FIXTURE_MODEL_FILES] = {
     {"conv1.bin", 20 * 1 * 5 * 5}, {"conv1.bias.bin", 20},
@@ -74,4 +75,32 @@ void fixture_pgm(const char* path, int rows, int cols, int maxval, const uint8_t
   memcpy(buf + h, pixels, n);
   test_write_file(path, buf, (size_t)h + n);
   free(buf);
+}
+
+void fixture_png(const char* path, int w, int h, int channels, const uint8_t* pixels) {
+  CHECK(stbi_write_png(path, w, h, channels, pixels, w * channels), "cannot write %s", path);
+}
+
+void fixture_bmp(const char* path, int w, int h, int channels, const uint8_t* pixels) {
+  CHECK(stbi_write_bmp(path, w, h, channels, pixels), "cannot write %s", path);
+}
+
+void fixture_jpg(const char* path, int w, int h, int channels, const uint8_t* pixels) {
+  CHECK(stbi_write_jpg(path, w, h, channels, pixels, 95), "cannot write %s", path);
+}
+
+void fixture_drawing(uint8_t* pixels, int w, int h, int channels, int light_ground, uint64_t seed) {
+  test_rng r = {seed};
+  double cx = w * 0.45, cy = h * 0.5, radius = (w < h ? w : h) * 0.28;
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      double d = sqrt((x - cx) * (x - cx) + (y - cy) * (y - cy));
+      int ink = fabs(d - radius) < radius * 0.25 || (x > w * 0.7 && x < w * 0.8 && y > h * 0.2);
+      int v = ink ? 230 : 20;
+      v += test_int(&r, -15, 15);
+      if (light_ground) v = 255 - v;
+      uint8_t* p = pixels + ((size_t)y * w + x) * channels;
+      for (int c = 0; c < channels; c++) p[c] = (uint8_t)v;
+      if (channels == 2 || channels == 4) p[channels - 1] = 255;
+    }
 }

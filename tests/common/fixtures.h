@@ -30,4 +30,14 @@ void fixture_idx(const char* path, int ndims, const uint32_t* dims, const uint8_
 /* Writes a binary PGM (P5) with a comment line in its header. */
 void fixture_pgm(const char* path, int rows, int cols, int maxval, const uint8_t* pixels);
 
+/* Image files through Debian's stb_image_write: pixels are w x h x channels bytes (1 grey,
+   2 grey + alpha, 3 RGB, 4 RGBA). JPEG at quality 95. */
+void fixture_png(const char* path, int w, int h, int channels, const uint8_t* pixels);
+void fixture_bmp(const char* path, int w, int h, int channels, const uint8_t* pixels);
+void fixture_jpg(const char* path, int w, int h, int channels, const uint8_t* pixels);
+
+/* A drawing: a thick ring and a bar, light strokes on a dark ground (or the reverse), with a
+   little noise, w x h x channels bytes (alpha, if any, opaque). */
+void fixture_drawing(uint8_t* pixels, int w, int h, int channels, int light_ground, uint64_t seed);
+
 #endif

@@ -40,11 +40,14 @@ int main(int argc, char** argv) {
   ttp_pipeline* p = NULL;
   CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
   uint8_t images[3 * 28 * 28];
+  ttp_image_options io; /* the sample's pixels exactly: no inversion, no resizing */
+  ttp_image_options_init(&io);
+  io.invert = TTP_INVERT_NO;
   for (int i = 0; i < 3; i++) {
     char path[4200], error[TTP_ERROR_SIZE];
     snprintf(path, sizeof path, "%s/%s", dir, expected[i].file);
-    CHECK(ttp_read_image(path, 28, 28, images + i * 784, error, sizeof error) == TTP_OK, "%s",
-          error);
+    CHECK(ttp_load_image(path, &io, 28, 28, images + i * 784, error, sizeof error) == TTP_OK,
+          "%s", error);
   }
   ttp_result r[3];
   float probs[3 * 10];

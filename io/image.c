@@ -1,0 +1,96 @@
+/* ttp_load_image: read, decode (by the file's first bytes), preprocess. See ttapipe.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "file.h"
+#include "image.h"
+#include "preprocess.h"
+
+enum { IMAGE_MAX_SIDE = 8192 };
+
+void ttp_image_options_init(ttp_image_options* o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->invert = TTP_INVERT_AUTO;
+  o->center = TTP_CENTER_NONE;
+  o->max_width = o->max_height = IMAGE_MAX_SIDE;
+  o->max_file_bytes = (size_t)64 << 20;
+}
+
+static int starts(const uint8_t* b, size_t n, const char* magic, size_t m) {
+  return n >= m && memcmp(b, magic, m) == 0;
+}
+
+ttp_status io_decode(const uint8_t* bytes, size_t size, const char* path, int max_w, int max_h,
+                     io_raster* out, ttp_err* e) {
+  *out = (io_raster){0};
+  if (size == 0) return ERR(e, TTP_ERR_FORMAT, "%s: empty file", path);
+  if (starts(bytes, size, "\x89PNG\r\n\x1a\n", 8) || starts(bytes, size, "\xff\xd8\xff", 3) ||
+      starts(bytes, size, "BM", 2))
+    return io_stb_decode(bytes, size, path, max_w, max_h, out, e);
+  if (starts(bytes, size, "P5", 2) || starts(bytes, size, "P6", 2))
+    return io_pnm_decode(bytes, size, path, max_w, max_h, out, e);
+  return ERR(e, TTP_ERR_FORMAT, "%s: not an image ttapipe reads (PNG, JPEG, BMP, binary PNM)",
+             path);
+}
+
+/* The caller's options over the defaults (an older, shorter struct keeps the newer defaults). */
+static ttp_status take_options(const ttp_image_options* given, ttp_image_options* o, ttp_err* e) {
+  ttp_image_options_init(o);
+  if (!given) return TTP_OK;
+  if (given->struct_size < offsetof(ttp_image_options, max_file_bytes) + sizeof(size_t))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT,
+               "ttp_image_options.struct_size is %zu: call ttp_image_options_init first",
+               given->struct_size);
+  memcpy(o, given, given->struct_size < sizeof *o ? given->struct_size : sizeof *o);
+  if ((unsigned)o->invert > TTP_INVERT_NO || (unsigned)o->center > TTP_CENTER_MNIST)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "unknown invert or center mode");
+  if (o->max_width < 1 || o->max_width > IMAGE_MAX_SIDE || o->max_height < 1 ||
+      o->max_height > IMAGE_MAX_SIDE)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "image size limits must be 1..%d, not %dx%d",
+               IMAGE_MAX_SIDE, o->max_width, o->max_height);
+  return TTP_OK;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+ttp_status io_load_image(const char* path, const ttp_image_options* given, int rows, int cols,
+                         uint8_t* pixels, double seconds[3], ttp_err* e) {
+  if (!path || !pixels || rows < 1 || cols < 1)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "ttp_load_image: path, pixels and a size are required");
+  ttp_image_options o;
+  TRY(take_options(given, &o, e));
+  double t0 = now();
+  uint8_t* bytes;
+  size_t size;
+  TRY(io_read_file(path, o.max_file_bytes, &bytes, &size, e));
+  double t1 = now();
+  io_raster r;
+  ttp_status s = io_decode(bytes, size, path, o.max_width, o.max_height, &r, e);
+  free(bytes);
+  double t2 = now();
+  if (s == TTP_OK) {
+    s = io_preprocess(&r, &o, rows, cols, pixels, e);
+    io_raster_free(&r);
+  }
+  if (seconds) {
+    seconds[0] += t1 - t0;
+    seconds[1] += t2 - t1;
+    seconds[2] += now() - t2;
+  }
+  return s;
+}
+
+ttp_status ttp_load_image(const char* path, const ttp_image_options* options, int rows, int cols,
+                          uint8_t* pixels, char* error, size_t error_size) {
+  ttp_err e = {0};
+  io_load_image(path, options, rows, cols, pixels, NULL, &e);
+  err_copy_out(&e, error, error_size);
+  return e.status;
+}

@@ -1,0 +1,84 @@
+/* Binary PNM images, ttapipe's own strict parser (stb's PNM reader in Debian's snapshot has
+   known integer-overflow bugs): P5 (grey) and P6 (RGB). The header is the signature, width,
+   height and maxval separated by whitespace, with '#' comments to the end of a line between
+   them, then exactly one whitespace byte; then width x height samples of one byte (maxval up to
+   255) or two big-endian bytes (up to 65535), scaled to 0..255 with rounding. Data after the
+   first image is ignored (the format allows several images in a file). */
+#include <ctype.h>
+#include <stdlib.h>
+
+#include "image.h"
+
+enum { PNM_MAX_NUMBER = 65535 };
+
+typedef struct pnm_cursor {
+  const uint8_t* p;
+  const uint8_t* end;
+} pnm_cursor;
+
+static void skip_space_and_comments(pnm_cursor* c) {
+  while (c->p < c->end) {
+    if (isspace(*c->p)) {
+      c->p++;
+    } else if (*c->p == '#') {
+      while (c->p < c->end && *c->p != '\n' && *c->p != '\r') c->p++;
+    } else {
+      break;
+    }
+  }
+}
+
+/* A decimal header number of 1..PNM_MAX_NUMBER, followed by whitespace or a comment. */
+static ttp_status read_number(pnm_cursor* c, const char* path, const char* what, int* value,
+                              ttp_err* e) {
+  skip_space_and_comments(c);
+  long v = 0;
+  const uint8_t* start = c->p;
+  while (c->p < c->end && isdigit(*c->p) && v <= PNM_MAX_NUMBER) v = v * 10 + (*c->p++ - '0');
+  if (c->p == start) return ERR(e, TTP_ERR_FORMAT, "%s: PNM header: %s missing", path, what);
+  if (v < 1 || v > PNM_MAX_NUMBER)
+    return ERR(e, TTP_ERR_FORMAT, "%s: PNM header: %s out of range 1..%d", path, what,
+               PNM_MAX_NUMBER);
+  if (c->p >= c->end) return ERR(e, TTP_ERR_FORMAT, "%s: truncated PNM header", path);
+  if (!(isspace(*c->p) || *c->p == '#'))
+    return ERR(e, TTP_ERR_FORMAT, "%s: PNM header: %s is not a number", path, what);
+  *value = (int)v;
+  return TTP_OK;
+}
+
+ttp_status io_pnm_decode(const uint8_t* bytes, size_t size, const char* path, int max_w, int max_h,
+                         io_raster* out, ttp_err* e) {
+  *out = (io_raster){0};
+  if (size < 2 || bytes[0] != 'P' || (bytes[1] != '5' && bytes[1] != '6'))
+    return ERR(e, TTP_ERR_FORMAT, "%s: not a binary PNM file (P5 or P6)", path);
+  int channels = bytes[1] == '5' ? 1 : 3;
+  pnm_cursor c = {bytes + 2, bytes + size};
+  if (c.p < c.end && !(isspace(*c.p) || *c.p == '#'))
+    return ERR(e, TTP_ERR_FORMAT, "%s: not a binary PNM file (P5 or P6)", path);
+  int width, height, maxval;
+  TRY(read_number(&c, path, "width", &width, e));
+  TRY(read_number(&c, path, "height", &height, e));
+  TRY(read_number(&c, path, "maxval", &maxval, e));
+  if (!isspace(*c.p))
+    return ERR(e, TTP_ERR_FORMAT, "%s: PNM header: no whitespace byte after maxval", path);
+  c.p++;
+  if (width > max_w || height > max_h)
+    return ERR(e, TTP_ERR_FORMAT, "%s: image is %dx%d, larger than the %dx%d allowed", path, width,
+               height, max_w, max_h);
+  size_t samples = (size_t)width * height * channels, depth = maxval > 255 ? 2 : 1;
+  if ((size_t)(c.end - c.p) < samples * depth)
+    return ERR(e, TTP_ERR_FORMAT, "%s: truncated: %zu pixel bytes expected, %zu present", path,
+               samples * depth, (size_t)(c.end - c.p));
+  uint8_t* data = malloc(samples);
+  if (!data) return ERR_NOMEM(e, samples);
+  for (size_t i = 0; i < samples; i++) {
+    unsigned v = depth == 2 ? (unsigned)c.p[2 * i] << 8 | c.p[2 * i + 1] : c.p[i];
+    if (v > (unsigned)maxval) {
+      free(data);
+      return ERR(e, TTP_ERR_FORMAT, "%s: sample %zu is %u, above maxval %d", path, i, v, maxval);
+    }
+    data[i] = (uint8_t)((v * 255u + (unsigned)maxval / 2) / (unsigned)maxval);
+  }
+  *out = (io_raster){width, height, channels, data};
+  return TTP_OK;
+}

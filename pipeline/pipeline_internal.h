@@ -1,0 +1,27 @@
+/* The pipeline handle's insides, shared by pipeline.c (options, lifecycle, ttp_classify) and
+   bulk.c (ttp_classify_files). Nothing outside pipeline/ includes this. */
+#ifndef TTP_PIPELINE_INTERNAL_H
+#define TTP_PIPELINE_INTERNAL_H
+
+#include "../augment/tta_core.h"
+#include "engine.h"
+#include "error.h"
+#include "model.h"
+#include "ttapipe.h"
+
+struct ttp_pipeline {
+  ttp_err err;
+  ttp_options options;
+  model* model;
+  aug_spec spec;            /* the augmentation, checked */
+  ttp_merge merge;
+  ttp_model_info info;
+  ttp_layer_info* layers;
+  char (*details)[64];      /* layers[i].detail */
+  char (*index_labels)[12]; /* class names when the model has no labels.txt */
+  const engine_ops* engine;
+  void* engine_state;       /* NULL until the engine is open */
+  char description[1600];
+};
+
+#endif

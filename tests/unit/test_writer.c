@@ -1,0 +1,89 @@
+/* Result writers: CSV quoting per RFC 4180 (paths and labels with commas, quotes, line breaks),
+   JSON Lines escaping (quotes, backslashes, control characters, bytes that are not UTF-8), the
+   top-k and probability columns, and error rows whose status drops the path the message
+   repeats. The expected text is written out here in full. */
+#include <string.h>
+
+#include "tests/common/check.h"
+#include "tests/common/fixtures.h"
+#include "ttapipe.h"
+
+static char* render(ttp_pipeline* p, ttp_format format, int topk, int probs) {
+  char* text = NULL;
+  size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  ttp_writer* w;
+  char error[TTP_ERROR_SIZE];
+  CHECK(ttp_writer_open(p, f, format, topk, probs, &w, error, sizeof error) == TTP_OK, "%s", error);
+  float v[10] = {0.01f, 0.05f, 0.6f, 0.02f, 0.03f, 0.01f, 0.2f, 0.04f, 0.02f, 0.02f};
+  ttp_result r = {2, 0.6f, 0.125f};
+  CHECK(ttp_writer_write(w, "dir/a,b \"c\".png", &r, v, NULL) == TTP_OK, "write");
+  CHECK(ttp_writer_write(w, "bad\xff\n.png", NULL, NULL, "bad\xff\n.png: corrupt image (x)") ==
+            TTP_OK, "write");
+  CHECK(ttp_writer_write(w, "x.png", &r, NULL, NULL) == TTP_ERR_INVALID_ARGUMENT,
+        "a result without probabilities was written");
+  CHECK(ttp_writer_close(w) == TTP_OK, "close");
+  fclose(f);
+  return text;
+}
+
+static void expect_text(const char* what, const char* got, const char* want) {
+  if (strcmp(got, want) != 0) {
+    fprintf(stderr, "%s:\n--- got ---\n%s--- want ---\n%s", what, got, want);
+    exit(1);
+  }
+}
+
+int main(void) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", test_make_dir());
+  fixture_model_dir(dir, 2);
+  const char* labels = "zero\none\ntwo, \"2\"\nthree\nfour\nfive\nsix\nseven\neight\nnin\xc3\xa9\n";
+  test_write_file(test_path(dir, "labels.txt"), labels, strlen(labels));
+  ttp_options o;
+  ttp_options_init(&o);
+  o.model_dir = dir;
+  o.engine = TTP_ENGINE_CPU;
+  ttp_pipeline* p = NULL;
+  CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
+
+  char* csv = render(p, TTP_FORMAT_CSV, 1, 0);
+  expect_text("csv", csv,
+              "path,status,class,label,probability\n"
+              "\"dir/a,b \"\"c\"\".png\",ok,2,\"two, \"\"2\"\"\",0.6000000\n"
+              "\"bad\xff\n.png\",corrupt image (x),,,\n");
+  free(csv);
+  csv = render(p, TTP_FORMAT_CSV, 3, 1);
+  expect_text("csv top-3 probs", csv,
+              "path,status,class,label,probability,class_2,label_2,probability_2,class_3,label_3,"
+              "probability_3,spread,p_zero,p_one,\"p_two, \"\"2\"\"\",p_three,p_four,p_five,p_six,"
+              "p_seven,p_eight,p_nin\xc3\xa9\n"
+              "\"dir/a,b \"\"c\"\".png\",ok,2,\"two, \"\"2\"\"\",0.6000000,6,six,0.2000000,1,one,"
+              "0.0500000,0.1250000,0.0100000,0.0500000,0.6000000,0.0200000,0.0300000,0.0100000,"
+              "0.2000000,0.0400000,0.0200000,0.0200000\n"
+              "\"bad\xff\n.png\",corrupt image (x),,,,,,,,,,,,,,,,,,,,\n"); /* 22 columns */
+  free(csv);
+  char* json = render(p, TTP_FORMAT_JSONL, 2, 0);
+  expect_text("jsonl", json,
+              "{\"path\":\"dir/a,b \\\"c\\\".png\",\"status\":\"ok\",\"class\":2,\"label\":\"two, "
+              "\\\"2\\\"\",\"probability\":0.600000024,\"top\":[{\"class\":2,\"label\":\"two, "
+              "\\\"2\\\"\",\"probability\":0.600000024},{\"class\":6,\"label\":\"six\","
+              "\"probability\":0.200000003}]}\n"
+              "{\"path\":\"bad\\u00ff\\n.png\",\"status\":\"corrupt image (x)\",\"class\":null,"
+              "\"label\":null,\"probability\":null,\"top\":null}\n");
+  free(json);
+  json = render(p, TTP_FORMAT_JSONL, 1, 1);
+  CHECK(strstr(json, "\"spread\":0.125,\"probabilities\":[0.00999999978,0.0500000007,"), "%s", json);
+  CHECK(strstr(json, ",\"spread\":null,\"probabilities\":null}"), "%s", json);
+  free(json);
+
+  ttp_writer* w;
+  char error[TTP_ERROR_SIZE];
+  CHECK(ttp_writer_open(p, stdout, TTP_FORMAT_CSV, 11, 0, &w, error, sizeof error) ==
+            TTP_ERR_INVALID_ARGUMENT, "top-11 of 10 classes accepted");
+  EXPECT_MESSAGE(error, "top-k must be 1..10");
+  ttp_close(p);
+  test_remove_tree(dir);
+  printf("writer: CSV and JSON Lines rows as specified\n");
+  return 0;
+}
