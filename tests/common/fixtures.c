@@ -104,3 +104,14 @@ void fixture_drawing(uint8_t* pixels, int w, int h, int channels, int light_grou
       if (channels == 2 || channels == 4) p[channels - 1] = 255;
     }
 }
+
+ttp_pipeline* fixture_open(const char* model_dir, ttp_engine engine, const ttp_tta* tta) {
+  ttp_options o;
+  ttp_options_init(&o);
+  o.model_dir = model_dir;
+  o.engine = engine;
+  o.tta = tta;
+  ttp_pipeline* p = NULL;
+  CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
+  return p;
+}

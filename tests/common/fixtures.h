@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ttapipe.h"
+
 typedef struct fixture_file {
   const char* name;
   size_t floats;
@@ -35,6 +37,10 @@ void fixture_pgm(const char* path, int rows, int cols, int maxval, const uint8_t
 void fixture_png(const char* path, int w, int h, int channels, const uint8_t* pixels);
 void fixture_bmp(const char* path, int w, int h, int channels, const uint8_t* pixels);
 void fixture_jpg(const char* path, int w, int h, int channels, const uint8_t* pixels);
+
+/* Opens a pipeline on model_dir with the engine (the others options at their defaults; tta may
+   be NULL), or dies saying why. */
+ttp_pipeline* fixture_open(const char* model_dir, ttp_engine engine, const ttp_tta* tta);
 
 /* A drawing: a thick ring and a bar, light strokes on a dark ground (or the reverse), with a
    little noise, w x h x channels bytes (alpha, if any, opaque). */

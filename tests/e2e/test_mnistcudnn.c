@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "../common/check.h"
+#include "../common/fixtures.h"
 #include "ttapipe.h"
 
 static const struct {
@@ -33,12 +34,7 @@ int main(int argc, char** argv) {
     printf("skipped: %s is absent\n", dir);
     return TEST_SKIP;
   }
-  ttp_options o;
-  ttp_options_init(&o);
-  o.model_dir = dir;
-  o.engine = TTP_ENGINE_CPU;
-  ttp_pipeline* p = NULL;
-  CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
+  ttp_pipeline* p = fixture_open(dir, TTP_ENGINE_CPU, NULL);
   uint8_t images[3 * 28 * 28];
   ttp_image_options io; /* the sample's pixels exactly: no inversion, no resizing */
   ttp_image_options_init(&io);

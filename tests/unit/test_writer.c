@@ -40,12 +40,7 @@ int main(void) {
   fixture_model_dir(dir, 2);
   const char* labels = "zero\none\ntwo, \"2\"\nthree\nfour\nfive\nsix\nseven\neight\nnin\xc3\xa9\n";
   test_write_file(test_path(dir, "labels.txt"), labels, strlen(labels));
-  ttp_options o;
-  ttp_options_init(&o);
-  o.model_dir = dir;
-  o.engine = TTP_ENGINE_CPU;
-  ttp_pipeline* p = NULL;
-  CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
+  ttp_pipeline* p = fixture_open(dir, TTP_ENGINE_CPU, NULL);
 
   char* csv = render(p, TTP_FORMAT_CSV, 1, 0);
   expect_text("csv", csv,
