@@ -23,6 +23,7 @@ typedef struct engine_config {
   int max_batch;           /* GPU engines: images per batch */
   int slots;               /* GPU engines: pinned slots in the ring */
   int use_graph;           /* GPU engines: replay CUDA Graphs (else eager launches) */
+  int naive;               /* the cudnn engine driven like NVIDIA's sample (TTP_ENGINE_NAIVE) */
   aug_spec spec;
   ttp_merge merge;
 } engine_config;
@@ -37,6 +38,12 @@ typedef struct engine_ops {
   /* One line: how the engine runs (precision, algorithms, graphs or why not). */
   const char* (*describe)(void* state);
   void (*close)(void* state); /* accepts NULL */
+  /* Measuring (ttapipe.h): profiling on (counters reset) or off; the counters. */
+  void (*set_profiling)(void* state, int on);
+  void (*get_stats)(void* state, ttp_run_stats* stats);
+  /* ttp_bench_device; NULL where the engine has no device mode. */
+  ttp_status (*bench_device)(void* state, const uint8_t* images, size_t count, int replays,
+                             double* ms, ttp_err* e);
 } engine_ops;
 
 extern const engine_ops cpu_engine_ops;

@@ -65,7 +65,8 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
   if (!p->options.model_dir)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no model directory given");
   const ttp_options* o = &p->options;
-  if (o->engine != TTP_ENGINE_AUTO && o->engine != TTP_ENGINE_CPU && o->engine != TTP_ENGINE_CUDNN)
+  if (o->engine != TTP_ENGINE_AUTO && o->engine != TTP_ENGINE_CPU &&
+      o->engine != TTP_ENGINE_CUDNN && o->engine != TTP_ENGINE_NAIVE)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown engine %d", (int)o->engine);
   if (o->precision != TTP_PRECISION_FP32 && o->precision != TTP_PRECISION_FP16)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)o->precision);
@@ -125,7 +126,7 @@ static ttp_status describe_model(ttp_pipeline* p) {
 /* TTP_ENGINE_AUTO: the GPU engine where this build has one and a GPU is present. */
 static const engine_ops* pick_engine(const ttp_options* o) {
   if (o->engine == TTP_ENGINE_CPU) return &cpu_engine_ops;
-  if (o->engine == TTP_ENGINE_CUDNN) return &cudnn_engine_ops;
+  if (o->engine == TTP_ENGINE_CUDNN || o->engine == TTP_ENGINE_NAIVE) return &cudnn_engine_ops;
   return ttp_gpu_count() > 0 ? &cudnn_engine_ops : &cpu_engine_ops;
 }
 
@@ -138,7 +139,8 @@ static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
       .precision = p->options.precision,
       .max_batch = p->options.max_batch,
       .slots = p->options.slots,
-      .use_graph = !p->options.no_graph,
+      .use_graph = !p->options.no_graph && p->options.engine != TTP_ENGINE_NAIVE,
+      .naive = p->options.engine == TTP_ENGINE_NAIVE,
       .spec = p->spec,
       .merge = p->merge,
   };
@@ -206,4 +208,32 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
   if (!images || !results)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify: images and results are required");
   return p->engine->run(p->engine_state, images, count, results, probabilities, &p->err);
+}
+
+/* ---- measuring ---------------------------------------------------------------------------- */
+
+ttp_status ttp_set_profiling(ttp_pipeline* p, int on) {
+  if (!p) return TTP_ERR_INVALID_ARGUMENT;
+  err_clear(&p->err);
+  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  p->engine->set_profiling(p->engine_state, on != 0);
+  return TTP_OK;
+}
+
+ttp_status ttp_get_run_stats(const ttp_pipeline* p, ttp_run_stats* stats) {
+  if (!p || !p->engine || !stats || stats->struct_size < sizeof *stats)
+    return TTP_ERR_INVALID_ARGUMENT;
+  p->engine->get_stats(p->engine_state, stats);
+  stats->struct_size = sizeof *stats;
+  return TTP_OK;
+}
+
+ttp_status ttp_bench_device(ttp_pipeline* p, const uint8_t* images, size_t count, int replays,
+                            double* ms) {
+  if (!p) return TTP_ERR_INVALID_ARGUMENT;
+  err_clear(&p->err);
+  if (!p->engine || !p->engine->bench_device || !images || !ms)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT,
+               "ttp_bench_device needs an open GPU engine, images and a result array");
+  return p->engine->bench_device(p->engine_state, images, count, replays, ms, &p->err);
 }

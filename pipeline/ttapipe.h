@@ -158,7 +158,10 @@ typedef struct ttp_pipeline ttp_pipeline; /* opaque */
 typedef enum ttp_engine {
   TTP_ENGINE_AUTO = 0, /* cudnn when this build has GPU support and a GPU is present, else cpu */
   TTP_ENGINE_CPU = 1,  /* the plain C reference engine; runs everywhere */
-  TTP_ENGINE_CUDNN = 2 /* cuDNN and cuBLAS on a GPU, each batch one CUDA Graph */
+  TTP_ENGINE_CUDNN = 2, /* cuDNN and cuBLAS on a GPU, each batch one CUDA Graph */
+  TTP_ENGINE_NAIVE = 3  /* for benchmarks only: the cudnn engine's layers driven the way NVIDIA's
+                           mnistCUDNN sample drives them, one image at a time, eager launches,
+                           a cudaMalloc and cudaFree per layer and a synchronisation after each */
   /* Appended as engines arrive; values never change. */
 } ttp_engine;
 
@@ -439,7 +442,47 @@ ttp_status ttp_writer_write(ttp_writer* w, const char* path, const ttp_result* r
 /* Flushes and frees; returns TTP_ERR_IO if anything written was lost. Accepts NULL. */
 ttp_status ttp_writer_close(ttp_writer* w);
 
+/* ---- Measuring ------------------------------------------------------------------------------ */
+
+/* Where ttp_classify's time went, summed since profiling was switched on. GPU engines time their
+   copies and batches with CUDA events (GPU time); the CPU engine counts its work as compute. */
+typedef struct ttp_run_stats {
+  size_t struct_size;  /* sizeof(ttp_run_stats), set by the caller */
+  size_t batches, images;
+  double h2d_ms;       /* copying images in */
+  double compute_ms;   /* the batches: augment, layers, merge (a graph replay, or its launches) */
+  double d2h_ms;       /* copying results out */
+  double host_ms;      /* the host's own work in ttp_classify: staging, launching, handing out */
+} ttp_run_stats;
+
+/* on: 1 starts profiling (the counters restart from zero; GPU engines then record a few more
+   events per batch), 0 stops it. */
+ttp_status ttp_set_profiling(ttp_pipeline* p, int on);
+ttp_status ttp_get_run_stats(const ttp_pipeline* p, ttp_run_stats* stats);
+
+/* The GPU engine alone, inputs already on the GPU: copies count images (1..max_batch) to the
+   device once, then replays their batch `replays` times (or launches it eagerly, as the
+   pipeline does), timing each replay with CUDA events into ms[0..replays-1]. Nothing is copied
+   back. Returns TTP_ERR_INVALID_ARGUMENT for the CPU and naive engines. */
+ttp_status ttp_bench_device(ttp_pipeline* p, const uint8_t* images, size_t count, int replays,
+                            double* ms);
+
 /* ---- Machine ------------------------------------------------------------------------------ */
+
+typedef struct ttp_gpu_info {
+  char name[256];
+  int major, minor;          /* compute capability */
+  int sm_clock_mhz;          /* peak */
+  int memory_clock_mhz;      /* peak */
+  int driver_version;        /* CUDA driver API version, e.g. 13000 */
+  int runtime_version;
+  size_t memory_bytes;
+} ttp_gpu_info;
+
+/* Describes CUDA device `device`. Returns TTP_ERR_NO_GPU without one (or in a CPU-only build),
+   TTP_ERR_INVALID_ARGUMENT for an index out of range. */
+ttp_status ttp_get_gpu_info(int device, ttp_gpu_info* info);
+
 
 /* The number of CUDA devices this process can use: 0 without a GPU, without a driver, or in a
    CPU-only build. Initialises the CUDA runtime (the first call may take a moment) but selects

@@ -50,6 +50,6 @@ int cli_fail(const char* fmt, ...)
 /* Seconds on a monotonic clock. */
 double cli_now(void);
 
-extern const cli_command cli_eval, cli_classify, cli_info;
+extern const cli_command cli_eval, cli_classify, cli_info, cli_bench;
 
 #endif

@@ -3,7 +3,7 @@
 
 #include "cli.h"
 
-static const cli_command* const commands[] = {&cli_classify, &cli_eval, &cli_info};
+static const cli_command* const commands[] = {&cli_classify, &cli_eval, &cli_info, &cli_bench};
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
 
 static void print_usage(FILE* f) {

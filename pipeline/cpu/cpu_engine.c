@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../augment/merge.h"
 #include "../trace.h"
@@ -27,6 +28,8 @@ struct cpu_engine {
   int threads;
   cpu_worker* workers;
   char description[64];
+  int profiling;
+  ttp_run_stats stats;
 };
 
 /* ---- the forward table ------------------------------------------------------------------- */
@@ -174,17 +177,14 @@ static void* cpu_job_run(void* arg) {
   return NULL;
 }
 
-static ttp_status cpu_engine_run(void* state, const uint8_t* images, size_t count,
-                                 ttp_result* results, float* merged, ttp_err* e) {
-  (void)e; /* the CPU engine cannot fail once open */
-  cpu_engine* eng = state;
-  TRACE_PUSH("cpu classify");
+/* Runs the workers over the images. */
+static void cpu_run(cpu_engine* eng, const uint8_t* images, size_t count, ttp_result* results,
+                    float* merged) {
   int threads = count < (size_t)eng->threads ? (int)count : eng->threads;
   if (threads <= 1) {
     cpu_job job = {eng, 0, images, 0, count, results, merged};
     cpu_job_run(&job);
-    TRACE_POP();
-    return TTP_OK;
+    return;
   }
   cpu_job jobs[CPU_MAX_THREADS];
   pthread_t ids[CPU_MAX_THREADS];
@@ -200,6 +200,24 @@ static ttp_status cpu_engine_run(void* state, const uint8_t* images, size_t coun
     if (!started[t]) cpu_job_run(&jobs[t]);
   for (int t = 1; t < threads; t++)
     if (started[t]) pthread_join(ids[t], NULL);
+}
+
+static ttp_status cpu_engine_run(void* state, const uint8_t* images, size_t count,
+                                 ttp_result* results, float* merged, ttp_err* e) {
+  (void)e; /* the CPU engine cannot fail once open */
+  cpu_engine* eng = state;
+  TRACE_PUSH("cpu classify");
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cpu_run(eng, images, count, results, merged);
+  if (eng->profiling) {
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    eng->stats.batches++;
+    eng->stats.images += count;
+    eng->stats.compute_ms +=
+        1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
+  }
   TRACE_POP();
   return TTP_OK;
 }
@@ -208,10 +226,23 @@ static const char* cpu_engine_describe(void* state) {
   return ((cpu_engine*)state)->description;
 }
 
+static void cpu_engine_set_profiling(void* state, int on) {
+  cpu_engine* eng = state;
+  eng->profiling = on;
+  if (on) eng->stats = (ttp_run_stats){.struct_size = sizeof(ttp_run_stats)};
+}
+
+static void cpu_engine_get_stats(void* state, ttp_run_stats* stats) {
+  *stats = ((cpu_engine*)state)->stats;
+}
+
 const engine_ops cpu_engine_ops = {
     .name = "cpu",
     .open = cpu_engine_open,
     .run = cpu_engine_run,
     .describe = cpu_engine_describe,
     .close = cpu_engine_close,
+    .set_profiling = cpu_engine_set_profiling,
+    .get_stats = cpu_engine_get_stats,
+    .bench_device = NULL,
 };

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../augment/merge_kernel.h"
 #include "../../augment/tta_kernel.h"
@@ -46,6 +47,10 @@ typedef struct gpu_slot {
   void* dev_out;
   cudaStream_t copy;      /* this slot's copies in and out */
   cudaEvent_t in_ready, computed, done;
+  /* Profiling only (timing events, recorded when profiling is on): before the copy in, after
+     it, when the batch starts and ends on the compute stream, after the copy out. */
+  cudaEvent_t t_start, t_in, t_begin, t_end, t_out;
+  int timed;
   int busy;               /* a batch is in flight: first .. first + count - 1 of the request */
   size_t first, count;
 } gpu_slot;
@@ -63,6 +68,9 @@ typedef struct cudnn_engine {
   gpu_slot slots[GPU_MAX_SLOTS];
   graph_set graphs;
   int opened;         /* the device guard has a device to return to */
+  int profiling;
+  ttp_run_stats stats;
+  double waited; /* seconds the host spent waiting for slots (not its own time) */
   char description[1536];
 } cudnn_engine;
 
@@ -159,13 +167,17 @@ static ttp_status plan_slots(cudnn_engine* g, ttp_err* e) {
     CUDA_TRY(e, cudaEventCreateWithFlags(&slot->in_ready, cudaEventDisableTiming));
     CUDA_TRY(e, cudaEventCreateWithFlags(&slot->computed, cudaEventDisableTiming));
     CUDA_TRY(e, cudaEventCreateWithFlags(&slot->done, cudaEventDisableTiming));
+    cudaEvent_t* timing[5] = {&slot->t_start, &slot->t_in, &slot->t_begin, &slot->t_end,
+                              &slot->t_out};
+    for (int k = 0; k < 5; k++) CUDA_TRY(e, cudaEventCreate(timing[k]));
   }
   return TTP_OK;
 }
 
 static void describe(cudnn_engine* g, const char* device_name) {
   int n = snprintf(g->description, sizeof g->description,
-                   "cudnn on GPU %d (%s), %s, batch buckets", g->cfg.device, device_name,
+                   "%s on GPU %d (%s), %s, batch buckets", g->cfg.naive ? "naive (one image at a "
+                   "time, cudaMalloc/cudaFree and a sync per layer)" : "cudnn", g->cfg.device, device_name,
                    g->ctx.half ? "fp16 storage, tensor cores, fp32 accumulation"
                                : "fp32 (FMA, no TF32)");
   for (int b = 0; b < g->ctx.buckets && n > 0 && (size_t)n < sizeof g->description; b++)
@@ -259,6 +271,9 @@ static void cudnn_engine_close(void* state) {
     if (slot->in_ready) cudaEventDestroy(slot->in_ready);
     if (slot->computed) cudaEventDestroy(slot->computed);
     if (slot->done) cudaEventDestroy(slot->done);
+    cudaEvent_t timing[5] = {slot->t_start, slot->t_in, slot->t_begin, slot->t_end, slot->t_out};
+    for (int k = 0; k < 5; k++)
+      if (timing[k]) cudaEventDestroy(timing[k]);
     cudaFreeHost(slot->host_in);
     cudaFreeHost(slot->host_out);
     cudaFree(slot->dev_in);
@@ -282,15 +297,32 @@ static void cudnn_engine_close(void* state) {
 
 /* ---- run ------------------------------------------------------------------------------------ */
 
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* Waits for the slot's batch to be copied out and hands its results to the caller. */
 static ttp_status finish_slot(cudnn_engine* g, gpu_slot* slot, ttp_result* results,
                               float* merged, ttp_err* e) {
   TRACE_PUSH("wait for slot");
+  double start = seconds_now();
   cudaError_t err = cudaEventSynchronize(slot->done);
+  g->waited += seconds_now() - start;
   TRACE_POP();
   slot->busy = 0;
   if (err != cudaSuccess)
     return ERR(e, TTP_ERR_CUDA, "cudaEventSynchronize: %s", cudaGetErrorString(err));
+  if (slot->timed) {
+    float h2d = 0, compute = 0, d2h = 0;
+    CUDA_TRY(e, cudaEventElapsedTime(&h2d, slot->t_start, slot->t_in));
+    CUDA_TRY(e, cudaEventElapsedTime(&compute, slot->t_begin, slot->t_end));
+    CUDA_TRY(e, cudaEventElapsedTime(&d2h, slot->t_end, slot->t_out));
+    g->stats.h2d_ms += h2d, g->stats.compute_ms += compute, g->stats.d2h_ms += d2h;
+    g->stats.batches++, g->stats.images += slot->count;
+    slot->timed = 0;
+  }
   TRACE_PUSH("hand out results");
   size_t classes = (size_t)g->m->classes;
   for (size_t i = 0; i < slot->count; i++) {
@@ -314,15 +346,23 @@ static ttp_status launch_batch(cudnn_engine* g, int s, const uint8_t* images, si
   memcpy(slot->host_in, images + first * g->pixels, count * g->pixels);
   TRACE_POP();
   TRACE_PUSH("launch batch");
+  /* Each timing event goes just before the event that is waited on, so that waiting for the
+     latter means the former is complete too. */
+  slot->timed = g->profiling;
+  if (slot->timed) CUDA_TRY(e, cudaEventRecord(slot->t_start, slot->copy));
   CUDA_TRY(e, cudaMemcpyAsync(slot->dev_in, slot->host_in, count * g->pixels,
                               cudaMemcpyHostToDevice, slot->copy));
+  if (slot->timed) CUDA_TRY(e, cudaEventRecord(slot->t_in, slot->copy));
   CUDA_TRY(e, cudaEventRecord(slot->in_ready, slot->copy));
   CUDA_TRY(e, cudaStreamWaitEvent(g->ctx.stream, slot->in_ready, 0));
+  if (slot->timed) CUDA_TRY(e, cudaEventRecord(slot->t_begin, g->ctx.stream));
   TRY(graph_set_launch(&g->graphs, s, bucket, enqueue_batch, g, g->ctx.stream, e));
+  if (slot->timed) CUDA_TRY(e, cudaEventRecord(slot->t_end, g->ctx.stream));
   CUDA_TRY(e, cudaEventRecord(slot->computed, g->ctx.stream));
   CUDA_TRY(e, cudaStreamWaitEvent(slot->copy, slot->computed, 0));
   CUDA_TRY(e, cudaMemcpyAsync(slot->host_out, slot->dev_out, count * g->record,
                               cudaMemcpyDeviceToHost, slot->copy));
+  if (slot->timed) CUDA_TRY(e, cudaEventRecord(slot->t_out, slot->copy));
   CUDA_TRY(e, cudaEventRecord(slot->done, slot->copy));
   TRACE_POP();
   slot->busy = 1;
@@ -355,14 +395,142 @@ static ttp_status run_on_device(cudnn_engine* g, const uint8_t* images, size_t c
   return status;
 }
 
+/* ---- the naive baseline ------------------------------------------------------------------- *
+ * One image at a time, the way NVIDIA's mnistCUDNN sample works: each layer's output
+ * cudaMalloc'ed, the layer launched eagerly, the stream synchronised, the input freed. The same
+ * layers, planned for a batch of one image (bucket 0), as the engine above. */
+
+static ttp_status naive_step(void** keep, size_t bytes, ttp_err* e) {
+  CUDA_TRY(e, cudaMalloc(keep, bytes));
+  return TTP_OK;
+}
+
+static ttp_status naive_image(cudnn_engine* g, const uint8_t* image, ttp_result* result,
+                              float* merged, ttp_err* e) {
+  const model* m = g->m;
+  cudaStream_t st = g->ctx.stream;
+  size_t rows = (size_t)g->cfg.spec.copies;
+  void *pixels = NULL, *in = NULL, *out = NULL, *record = NULL;
+  unsigned char host[4096];
+  ttp_status s = naive_step(&pixels, g->pixels, e);
+  if (s == TTP_OK) s = naive_step(&in, rows * g->pixels * g->ctx.elem, e);
+  cudaError_t err = cudaSuccess;
+  if (s == TTP_OK && (err = cudaMemcpy(pixels, image, g->pixels, cudaMemcpyHostToDevice)))
+    s = ERR(e, TTP_ERR_CUDA, "cudaMemcpy: %s", cudaGetErrorString(err));
+  if (s == TTP_OK)
+    s = aug_launch(&g->cfg.spec, pixels, 1, m->input.h, m->input.w,
+                   g->ctx.half ? AUG_OUT_HALF : AUG_OUT_FLOAT, in, st, e);
+  if (s == TTP_OK && (err = cudaStreamSynchronize(st)))
+    s = ERR(e, TTP_ERR_CUDA, "cudaStreamSynchronize: %s", cudaGetErrorString(err));
+  for (int i = 0; s == TTP_OK && i < m->layer_count; i++) {
+    if (g->layers[i].skip) continue;
+    s = naive_step(&out, rows * model_shape_size(m->layers[i].out) * g->ctx.elem, e);
+    if (s == TTP_OK) s = gpu_layer_enqueue(&g->ctx, &g->layers[i], 0, in, out, e);
+    if (s == TTP_OK && (err = cudaStreamSynchronize(st)))
+      s = ERR(e, TTP_ERR_CUDA, "cudaStreamSynchronize: %s", cudaGetErrorString(err));
+    cudaFree(in);
+    in = out;
+    out = NULL;
+  }
+  if (s == TTP_OK && g->ctx.half) {
+    s = naive_step(&out, rows * m->classes * sizeof(float), e);
+    if (s == TTP_OK) s = gpu_to_float(in, out, rows * m->classes, st, e);
+    cudaFree(in);
+    in = out;
+    out = NULL;
+  }
+  if (s == TTP_OK) s = naive_step(&record, g->record, e);
+  if (s == TTP_OK)
+    s = aug_merge_launch(g->cfg.merge, in, 1, g->cfg.spec.copies, m->classes, record, st, e);
+  if (s == TTP_OK && (err = cudaStreamSynchronize(st)))
+    s = ERR(e, TTP_ERR_CUDA, "cudaStreamSynchronize: %s", cudaGetErrorString(err));
+  if (s == TTP_OK && (err = cudaMemcpy(host, record, g->record, cudaMemcpyDeviceToHost)))
+    s = ERR(e, TTP_ERR_CUDA, "cudaMemcpy: %s", cudaGetErrorString(err));
+  cudaFree(pixels);
+  cudaFree(in);
+  cudaFree(out);
+  cudaFree(record);
+  if (s == TTP_OK) {
+    memcpy(result, host, sizeof *result);
+    if (merged) memcpy(merged, host + sizeof *result, (size_t)m->classes * sizeof(float));
+  }
+  return s;
+}
+
+static ttp_status naive_run(cudnn_engine* g, const uint8_t* images, size_t count,
+                            ttp_result* results, float* merged, ttp_err* e) {
+  if (g->record > 4096) return ERR(e, TTP_ERR_INVALID_ARGUMENT, "too many classes for naive");
+  size_t classes = (size_t)g->m->classes;
+  for (size_t i = 0; i < count; i++)
+    TRY(naive_image(g, images + i * g->pixels, &results[i], merged ? merged + i * classes : NULL, e));
+  return TTP_OK;
+}
+
+
 static ttp_status cudnn_engine_run(void* state, const uint8_t* images, size_t count,
                                    ttp_result* results, float* merged, ttp_err* e) {
   cudnn_engine* g = state;
   int previous;
   TRY(enter_device(g->cfg.device, &previous, e));
   TRACE_PUSH("classify");
-  ttp_status s = run_on_device(g, images, count, results, merged, e);
+  double start = seconds_now();
+  g->waited = 0;
+  ttp_status s = g->cfg.naive ? naive_run(g, images, count, results, merged, e)
+                              : run_on_device(g, images, count, results, merged, e);
+  if (g->profiling) {
+    double ms = 1e3 * (seconds_now() - start);
+    if (g->cfg.naive) { /* all of it is its own, waiting included */
+      g->stats.compute_ms += ms;
+      g->stats.batches += count;
+      g->stats.images += count;
+    } else { /* the host's own time: the call, less its waits for the GPU */
+      g->stats.host_ms += ms - 1e3 * g->waited;
+    }
+  }
   TRACE_POP();
+  leave_device(g->cfg.device, previous);
+  return s;
+}
+
+static void cudnn_engine_set_profiling(void* state, int on) {
+  cudnn_engine* g = state;
+  g->profiling = on;
+  if (on) {
+    g->stats = (ttp_run_stats){.struct_size = sizeof(ttp_run_stats)};
+  }
+}
+
+static void cudnn_engine_get_stats(void* state, ttp_run_stats* stats) {
+  *stats = ((cudnn_engine*)state)->stats;
+}
+
+static ttp_status cudnn_engine_bench_device(void* state, const uint8_t* images, size_t count,
+                                            int replays, double* ms, ttp_err* e) {
+  cudnn_engine* g = state;
+  if (g->cfg.naive) return ERR(e, TTP_ERR_INVALID_ARGUMENT, "the naive engine has no device mode");
+  if (count < 1 || count > (size_t)g->cfg.max_batch || replays < 1)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "ttp_bench_device: 1..%d images, at least one replay",
+               g->cfg.max_batch);
+  int previous;
+  TRY(enter_device(g->cfg.device, &previous, e));
+  gpu_slot* slot = &g->slots[0];
+  int bucket = 0;
+  while (g->bucket_images[bucket] < (int)count) bucket++;
+  ttp_status s = TTP_OK;
+  cudaError_t err = cudaMemcpy(slot->dev_in, images, count * g->pixels, cudaMemcpyHostToDevice);
+  if (err != cudaSuccess) s = ERR(e, TTP_ERR_CUDA, "cudaMemcpy: %s", cudaGetErrorString(err));
+  for (int r = 0; s == TTP_OK && r < replays; r++) {
+    float t = 0;
+    err = cudaEventRecord(slot->t_begin, g->ctx.stream);
+    if (err == cudaSuccess)
+      s = graph_set_launch(&g->graphs, 0, bucket, enqueue_batch, g, g->ctx.stream, e);
+    if (s == TTP_OK && err == cudaSuccess) err = cudaEventRecord(slot->t_end, g->ctx.stream);
+    if (s == TTP_OK && err == cudaSuccess) err = cudaEventSynchronize(slot->t_end);
+    if (s == TTP_OK && err == cudaSuccess) err = cudaEventElapsedTime(&t, slot->t_begin, slot->t_end);
+    if (s == TTP_OK && err != cudaSuccess)
+      s = ERR(e, TTP_ERR_CUDA, "timing a replay: %s", cudaGetErrorString(err));
+    ms[r] = t;
+  }
   leave_device(g->cfg.device, previous);
   return s;
 }
@@ -377,4 +545,7 @@ const engine_ops cudnn_engine_ops = {
     .run = cudnn_engine_run,
     .describe = cudnn_engine_describe,
     .close = cudnn_engine_close,
+    .set_profiling = cudnn_engine_set_profiling,
+    .get_stats = cudnn_engine_get_stats,
+    .bench_device = cudnn_engine_bench_device,
 };

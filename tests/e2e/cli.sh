@@ -35,7 +35,7 @@ run 0 --help; out_has "Commands:"
 run 0 --version; out_has "ttapipe "
 run 2
 run 2 frobnicate; grep -q "unknown command" "$work/err" || fail "unknown command not named"
-for cmd in eval classify info; do
+for cmd in eval classify info bench; do
   run 0 "$cmd" --help; out_has "Usage: ttapipe $cmd"; out_has "--model DIR"
   run 2 "$cmd" --no-such-option; grep -q "unknown option '--no-such-option'" "$work/err" \
     || fail "$cmd: unknown option not named"
@@ -198,6 +198,23 @@ run 2 classify --model "$m" --invert sideways "$g"
 run 2 classify --model "$m" --format xml "$g"
 run 3 classify --model "$m" --max-size 30x30 --quiet "$g/light, rgb.jpg" "$g/digit grey.png"
 grep -q "larger than the 30x30" "$work/out" || fail "--max-size not applied: $(cat "$work/out")"
+
+# --- bench on the CPU engine --------------------------------------------------------------------
+run 0 bench --model "$m" --engine cpu --batch 1,7 --tta 1,2 --seconds 0.2 --json "$work/bench.json"
+[ "$(grep -c '^cpu ' "$work/out")" -eq 4 ] || fail "bench: $(cat "$work/out")"
+python3 - "$work/bench.json" <<'PY' || fail "bench JSON wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["points"]) == 4 and "CPU only" in d["build"] or d["gpu"] is None or "name" in d["gpu"], d
+for p in d["points"]:
+    assert p["engine"] == "cpu" and p["images_per_s"] > 0 and p["latency_ms"]["p50"] > 0, p
+    assert abs(p["copies_per_s"] - p["images_per_s"] * p["copies"]) < 1e-3 * p["copies_per_s"] + 1, p
+print("bench: 4 CPU points")
+PY
+run 0 bench --model "$m" --engine cpu --batch 3 --iterations 2 --warmup 0
+run 2 bench --model "$m" --engine tpu
+run 2 bench --model "$m" --batch 0
+run 2 bench --model "$m" --seconds 0
 
 # --- NVIDIA's model on the MNIST test set, where ../shared is present ----------------------------
 if [ -d "$shared/mnist" ] && [ -d "$shared/mnistcudnn" ]; then

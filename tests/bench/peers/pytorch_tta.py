@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""The ttapipe workload the way a PyTorch user would write it, for BENCHMARKS.md.
+
+The same network (datasets/train.py's LeNet, loaded from a model directory in the mnistCUDNN
+layout), the same test-time augmentation (N copies; copy 0 as it is; shifts of up to 2 pixels with
+black coming in, contrast 0.85..1.15, brightness -0.05..+0.05, uniform noise of 0.04, clamp to
+[0, 1]; torch's random numbers instead of ttapipe's Philox keyed by the pixels), the mean of the
+softmax outputs, from u8 images in host memory to classes and probabilities in host memory, one
+batch per call. Three variants: eager; one CUDA graph per batch size (torch.cuda.graph, static
+input and output tensors); torch.compile (default mode). fp32, and fp16 (the model and copies
+in half).
+
+Prints the columns of `ttapipe bench` (the time split is not measured: "-"), and writes JSON.
+    python3 tests/bench/peers/pytorch_tta.py MODEL_DIR [--batch 1,64,1024] [--tta 5]
+        [--variant eager,graph,compile] [--precision fp32,fp16] [--seconds 1] [--json FILE]
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "datasets"))
+from train import LeNet  # noqa: E402  the network, written once
+
+FLOPS = 2 * (288000 + 1600000 + 400000 + 5000)  # per copy: 2 per multiply-add of conv and fc
+
+
+def load(model_dir, dtype):
+    model = LeNet()
+    for name in ("conv1", "conv2", "ip1", "ip2"):
+        layer = getattr(model, name)
+        w = np.fromfile(os.path.join(model_dir, f"{name}.bin"), dtype="<f4")
+        b = np.fromfile(os.path.join(model_dir, f"{name}.bias.bin"), dtype="<f4")
+        layer.weight.data = torch.from_numpy(w.reshape(layer.weight.shape).copy())
+        layer.bias.data = torch.from_numpy(b.copy())
+    return model.cuda().to(dtype).eval()
+
+
+def tta(images_u8, copies, dtype):
+    """B x 28 x 28 u8 on the GPU -> (B N) x 1 x 28 x 28 augmented copies."""
+    b = images_u8.shape[0]
+    x = (images_u8.to(dtype) / 255.0).unsqueeze(1).repeat_interleave(copies, 0)
+    n = x.shape[0]
+    dev = x.device
+    shift = torch.randint(-2, 3, (n, 2), device=dev).to(dtype)
+    theta = torch.zeros(n, 2, 3, device=dev, dtype=dtype)
+    theta[:, 0, 0] = 1
+    theta[:, 1, 1] = 1
+    theta[:, :, 2] = -shift * (2.0 / 28.0)  # move the image by (dx, dy) pixels
+    grid = F.affine_grid(theta, (n, 1, 28, 28), align_corners=False)
+    moved = F.grid_sample(x, grid, mode="nearest", padding_mode="zeros", align_corners=False)
+    contrast = torch.empty(n, 1, 1, 1, device=dev, dtype=dtype).uniform_(0.85, 1.15)
+    brightness = torch.empty(n, 1, 1, 1, device=dev, dtype=dtype).uniform_(-0.05, 0.05)
+    noise = torch.empty_like(moved).uniform_(-0.04, 0.04)
+    out = (contrast * moved + brightness + noise).clamp_(0, 1)
+    out.view(b, copies, 1, 28, 28)[:, 0] = x.view(b, copies, 1, 28, 28)[:, 0]  # copy 0 as it is
+    return out
+
+
+def make_step(model, copies, dtype):
+    def step(images_u8):
+        probs = F.softmax(model(tta(images_u8, copies, dtype)).float(), dim=1)
+        merged = probs.view(images_u8.shape[0], copies, -1).mean(1)
+        return merged.argmax(1), merged
+    return step
+
+
+def runner(variant, model, copies, dtype, batch, host):
+    """A function host_u8 (pinned, batch x 28 x 28) -> (classes, probabilities) on the host."""
+    step = make_step(model, copies, dtype)
+    if variant == "compile":
+        step = torch.compile(step)
+    if variant in ("eager", "compile"):
+        def call(x):
+            cls, merged = step(x.cuda(non_blocking=True))
+            return cls.cpu(), merged.cpu()
+        return call
+    static_in = torch.empty(batch, 28, 28, dtype=torch.uint8, device="cuda")
+    static_in.copy_(host)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):  # warm up on the capture stream
+            step(static_in)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = step(static_in)
+
+    def call(x):
+        static_in.copy_(x, non_blocking=True)
+        graph.replay()
+        return static_out[0].cpu(), static_out[1].cpu()
+    return call
+
+
+def measure(variant, precision, batch, copies, model_dir, seconds):
+    dtype = torch.float16 if precision == "fp16" else torch.float32
+    model = load(model_dir, dtype)
+    gen = torch.Generator().manual_seed(1)
+    host = torch.randint(0, 256, (batch, 28, 28), dtype=torch.uint8, generator=gen).pin_memory()
+    with torch.no_grad():
+        call = runner(variant, model, copies, dtype, batch, host)
+        for _ in range(3):
+            call(host)
+        lat = []
+        start = time.perf_counter()
+        while len(lat) < 3 or time.perf_counter() - start < seconds:
+            t = time.perf_counter()
+            call(host)
+            lat.append(1e3 * (time.perf_counter() - t))
+    lat = np.array(lat)
+    images = batch * len(lat) / (lat.sum() / 1e3)
+    return {"engine": f"torch-{variant}", "precision": precision, "graph": "on" if variant == "graph" else "-",
+            "batch": batch, "copies": copies, "images_per_s": images, "copies_per_s": images * copies,
+            "tflops": images * copies * FLOPS * 1e-12,
+            "latency_ms": {q: float(np.percentile(lat, p)) for q, p in (("p50", 50), ("p90", 90), ("p99", 99))}}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model")
+    ap.add_argument("--batch", default="1,64,1024")
+    ap.add_argument("--tta", type=int, default=5)
+    ap.add_argument("--variant", default="eager,graph,compile")
+    ap.add_argument("--precision", default="fp32,fp16")
+    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    print(f"# PyTorch {torch.__version__}, {torch.cuda.get_device_name()}")
+    print(f"{'engine':<14} {'prec':<5} {'graph':<5} {'batch':>6} {'N':>3} {'images/s':>12} "
+          f"{'copies/s':>12} {'TFLOP/s':>8} {'p50 ms':>9} {'p90 ms':>9} {'p99 ms':>9}")
+    points = []
+    for variant in args.variant.split(","):
+        for precision in args.precision.split(","):
+            for batch in (int(b) for b in args.batch.split(",")):
+                p = measure(variant, precision, batch, args.tta, args.model, args.seconds)
+                points.append(p)
+                q = p["latency_ms"]
+                print(f"{p['engine']:<14} {precision:<5} {p['graph']:<5} {batch:>6} {args.tta:>3} "
+                      f"{p['images_per_s']:>12.0f} {p['copies_per_s']:>12.0f} {p['tflops']:>8.3f} "
+                      f"{q['p50']:>9.3f} {q['p90']:>9.3f} {q['p99']:>9.3f}", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "points": points}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
