@@ -1,8 +1,8 @@
 /* ttp_load_image: read, decode (by the file's first bytes), preprocess. See ttapipe.h. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../pipeline/clock.h"
 #include "file.h"
 #include "image.h"
 #include "preprocess.h"
@@ -54,27 +54,21 @@ static ttp_status take_options(const ttp_image_options* given, ttp_image_options
   return TTP_OK;
 }
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 ttp_status io_load_image(const char* path, const ttp_image_options* given, int rows, int cols,
                          uint8_t* pixels, double seconds[3], ttp_err* e) {
   if (!path || !pixels || rows < 1 || cols < 1)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "ttp_load_image: path, pixels and a size are required");
   ttp_image_options o;
   TRY(take_options(given, &o, e));
-  double t0 = now();
+  double t0 = clock_seconds();
   uint8_t* bytes;
   size_t size;
   TRY(io_read_file(path, o.max_file_bytes, &bytes, &size, e));
-  double t1 = now();
+  double t1 = clock_seconds();
   io_raster r;
   ttp_status s = io_decode(bytes, size, path, o.max_width, o.max_height, &r, e);
   free(bytes);
-  double t2 = now();
+  double t2 = clock_seconds();
   if (s == TTP_OK) {
     s = io_preprocess(&r, &o, rows, cols, pixels, e);
     io_raster_free(&r);
@@ -82,7 +76,7 @@ ttp_status io_load_image(const char* path, const ttp_image_options* given, int r
   if (seconds) {
     seconds[0] += t1 - t0;
     seconds[1] += t2 - t1;
-    seconds[2] += now() - t2;
+    seconds[2] += clock_seconds() - t2;
   }
   return s;
 }

@@ -3,20 +3,13 @@
    order of the paths. A chunk is one engine batch (max_batch images on the GPU). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "../io/decode_pool.h"
+#include "clock.h"
 #include "pipeline_internal.h"
 #include "trace.h"
 
 enum { CPU_CHUNK = 256 };
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t count,
                               const ttp_image_options* options, int threads,
@@ -30,12 +23,9 @@ ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t 
   if (stats && stats->struct_size < sizeof(ttp_bulk_stats))
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_bulk_stats.struct_size is %zu, not %zu",
                stats->struct_size, sizeof(ttp_bulk_stats));
-  if (threads == 0) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = cores < 1 ? 1 : cores > 256 ? 256 : (int)cores;
-  }
-  double start = now();
-  ttp_bulk_stats st = {.struct_size = sizeof st, .files = count};
+  if (threads == 0) threads = pipeline_cores();
+  double start = clock_seconds();
+  ttp_bulk_stats st = {.struct_size = sizeof st, .files = count, .threads = threads};
   const model* m = p->model;
   size_t classes = (size_t)m->classes;
   size_t chunk = p->engine == &cpu_engine_ops ? CPU_CHUNK : (size_t)p->options.max_batch;
@@ -51,14 +41,14 @@ ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t 
     const uint8_t* pixels;
     const io_outcome* outcomes;
     size_t n;
-    double t0 = now();
+    double t0 = clock_seconds();
     TRACE_PUSH("wait for decoding");
     io_pool_wait(pool, k, &pixels, &outcomes, &n);
     TRACE_POP();
-    double t1 = now();
+    double t1 = clock_seconds();
     /* Failed files are zeros here: classified with the rest, never reported. */
     s = p->engine->run(p->engine_state, pixels, n, results, merged, &p->err);
-    double t2 = now();
+    double t2 = clock_seconds();
     TRACE_PUSH("hand out results");
     for (size_t j = 0; s == TTP_OK && j < n; j++) {
       size_t i = k * chunk + j;
@@ -74,14 +64,14 @@ ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t 
     io_pool_release(pool, k);
     st.waiting_seconds += t1 - t0;
     st.classify_seconds += t2 - t1;
-    st.callback_seconds += now() - t2;
+    st.callback_seconds += clock_seconds() - t2;
   }
   double seconds[3] = {0, 0, 0};
   io_pool_close(pool, seconds);
   st.read_seconds = seconds[0];
   st.decode_seconds = seconds[1];
   st.preprocess_seconds = seconds[2];
-  st.wall_seconds = now() - start;
+  st.wall_seconds = clock_seconds() - start;
   if (stats) *stats = st;
   free(results);
   free(merged);

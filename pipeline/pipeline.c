@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../augment/tta.h"
 #include "../io/model_mnistcudnn.h"
@@ -80,10 +79,7 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
   if (p->options.threads < 0 || p->options.threads > CPU_MAX_THREADS)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "threads must be 0..%d, not %d",
                CPU_MAX_THREADS, p->options.threads);
-  if (p->options.threads == 0) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    p->options.threads = cores < 1 ? 1 : cores > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)cores;
-  }
+  if (p->options.threads == 0) p->options.threads = pipeline_cores();
   TRY(aug_spec_from(p->options.tta, &p->spec, &p->merge, &p->err));
   p->options.tta = NULL; /* the caller's struct need not outlive ttp_open */
   return TTP_OK;

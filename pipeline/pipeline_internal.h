@@ -9,6 +9,14 @@
 #include "model.h"
 #include "ttapipe.h"
 
+#include <unistd.h>
+
+/* Threads meaning "one per core": the online cores, 1..256. */
+static inline int pipeline_cores(void) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores < 1 ? 1 : cores > 256 ? 256 : (int)cores;
+}
+
 struct ttp_pipeline {
   ttp_err err;
   ttp_options options;

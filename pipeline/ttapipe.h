@@ -397,6 +397,7 @@ typedef void (*ttp_file_callback)(void* user, size_t index, const char* path,
 typedef struct ttp_bulk_stats {
   size_t struct_size; /* sizeof(ttp_bulk_stats), set by the caller */
   size_t files, classified, failed;
+  int threads;               /* decoding threads used */
   double read_seconds;       /* reading files, summed over the decoding threads */
   double decode_seconds;     /* decoding them, summed over the threads */
   double preprocess_seconds; /* grey, invert, resize, centre; summed over the threads */

@@ -93,14 +93,14 @@ static int image_options(const cli_args* a, ttp_image_options* o) {
   return CLI_EXIT_OK;
 }
 
-static void summary(const ttp_bulk_stats* s, int threads) {
+static void summary(const ttp_bulk_stats* s) {
   fprintf(stderr,
           "ttapipe: %zu of %zu files classified, %zu failed, in %.2f s (%.0f files/s)\n"
           "ttapipe: time: reading %.2f s, decoding %.2f s, preprocessing %.2f s (summed over %d "
           "thread%s); classifying %.2f s, waiting for decoded images %.2f s, writing %.2f s\n",
           s->classified, s->files, s->failed, s->wall_seconds,
           s->files / (s->wall_seconds + 1e-9), s->read_seconds, s->decode_seconds,
-          s->preprocess_seconds, threads, threads == 1 ? "" : "s", s->classify_seconds,
+          s->preprocess_seconds, s->threads, s->threads == 1 ? "" : "s", s->classify_seconds,
           s->waiting_seconds, s->callback_seconds);
 }
 
@@ -149,10 +149,7 @@ static int run_classify(const cli_args* a) {
   ttp_writer_close(writer);
   if (out != stdout && out && fclose(out) != 0 && rc == CLI_EXIT_OK)
     rc = cli_fail("%s: writing the results failed: %s", output, strerror(errno));
-  if (rc == CLI_EXIT_OK && !quiet) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    summary(&stats, threads ? (int)threads : (int)(cores < 1 ? 1 : cores > 256 ? 256 : cores));
-  }
+  if (rc == CLI_EXIT_OK && !quiet) summary(&stats);
   if (rc == CLI_EXIT_OK && stats.failed) rc = CLI_EXIT_SOME_FAILED;
   ttp_close(p);
   ttp_file_list_free(&list);

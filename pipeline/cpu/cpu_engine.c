@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../../augment/merge.h"
+#include "../clock.h"
 #include "../trace.h"
 #include "cpu_layers.h"
 
@@ -207,16 +207,12 @@ static ttp_status cpu_engine_run(void* state, const uint8_t* images, size_t coun
   (void)e; /* the CPU engine cannot fail once open */
   cpu_engine* eng = state;
   TRACE_PUSH("cpu classify");
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double start = clock_seconds();
   cpu_run(eng, images, count, results, merged);
   if (eng->profiling) {
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     eng->stats.batches++;
     eng->stats.images += count;
-    eng->stats.compute_ms +=
-        1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
+    eng->stats.compute_ms += 1e3 * (clock_seconds() - start);
   }
   TRACE_POP();
   return TTP_OK;

@@ -28,10 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../../augment/merge_kernel.h"
 #include "../../augment/tta_kernel.h"
+#include "../clock.h"
 #include "../trace.h"
 #include "cudnn_check.h"
 #include "cudnn_engine.h"
@@ -297,19 +297,14 @@ static void cudnn_engine_close(void* state) {
 
 /* ---- run ------------------------------------------------------------------------------------ */
 
-static double seconds_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Waits for the slot's batch to be copied out and hands its results to the caller. */
 static ttp_status finish_slot(cudnn_engine* g, gpu_slot* slot, ttp_result* results,
                               float* merged, ttp_err* e) {
   TRACE_PUSH("wait for slot");
-  double start = seconds_now();
+  double start = clock_seconds();
   cudaError_t err = cudaEventSynchronize(slot->done);
-  g->waited += seconds_now() - start;
+  g->waited += clock_seconds() - start;
   TRACE_POP();
   slot->busy = 0;
   if (err != cudaSuccess)
@@ -473,12 +468,12 @@ static ttp_status cudnn_engine_run(void* state, const uint8_t* images, size_t co
   int previous;
   TRY(enter_device(g->cfg.device, &previous, e));
   TRACE_PUSH("classify");
-  double start = seconds_now();
+  double start = clock_seconds();
   g->waited = 0;
   ttp_status s = g->cfg.naive ? naive_run(g, images, count, results, merged, e)
                               : run_on_device(g, images, count, results, merged, e);
   if (g->profiling) {
-    double ms = 1e3 * (seconds_now() - start);
+    double ms = 1e3 * (clock_seconds() - start);
     if (g->cfg.naive) { /* all of it is its own, waiting included */
       g->stats.compute_ms += ms;
       g->stats.batches += count;
