@@ -12,6 +12,20 @@
 /* ctest counts a test that exits with this code as skipped. */
 enum { TEST_SKIP = 77 };
 
+/* How big a test's inputs are. The sanitized build (TTAPIPE_TEST_SIZE=small, CMake's default
+   with TTAPIPE_SANITIZE) checks every property on small inputs: a sanitizer finds a bad access
+   on ten images as well as on ten thousand, and each pass under it costs tens of times more.
+   The optimised build (full) runs the same checks at full size, and the checks that only mean
+   something at full size (a model's accuracy over a whole test set). TEST_SIZE(full, small)
+   picks one of two values; TEST_FULL says which build this is. */
+#ifdef TTP_TEST_SMALL
+enum { TEST_FULL = 0 };
+#define TEST_SIZE(full, small) (small)
+#else
+enum { TEST_FULL = 1 };
+#define TEST_SIZE(full, small) (full)
+#endif
+
 #define CHECK(cond, ...)                                                  \
   do {                                                                    \
     if (!(cond)) {                                                        \
