@@ -8,6 +8,7 @@
 #include "preprocess.h"
 
 enum { IMAGE_MAX_SIDE = 8192 };
+#define IMAGE_MAX_BYTES ((uint64_t)1 << 30)
 
 void ttp_image_options_init(ttp_image_options* o) {
   if (!o) return;
@@ -19,6 +20,24 @@ void ttp_image_options_init(ttp_image_options* o) {
   o->max_file_bytes = (size_t)64 << 20;
 }
 
+void io_raster_free(io_raster* r) {
+  if (!r) return;
+  free(r->data); /* every decoder allocates with malloc (stb's free is free()) */
+  *r = (io_raster){0};
+}
+
+ttp_status io_check_size(const char* path, const char* format, uint64_t w, uint64_t h,
+                         int channels, int max_w, int max_h, ttp_err* e) {
+  if (w * h * (uint64_t)channels > IMAGE_MAX_BYTES)
+    return ERR(e, TTP_ERR_FORMAT,
+               "%s: unreadable image header (%s of %llux%llu pixels, more than 2^30 bytes)", path,
+               format, (unsigned long long)w, (unsigned long long)h);
+  if (w > (uint64_t)max_w || h > (uint64_t)max_h)
+    return ERR(e, TTP_ERR_FORMAT, "%s: image is %llux%llu, larger than the %dx%d allowed", path,
+               (unsigned long long)w, (unsigned long long)h, max_w, max_h);
+  return TTP_OK;
+}
+
 static int starts(const uint8_t* b, size_t n, const char* magic, size_t m) {
   return n >= m && memcmp(b, magic, m) == 0;
 }
@@ -27,9 +46,11 @@ ttp_status io_decode(const uint8_t* bytes, size_t size, const char* path, int ma
                      io_raster* out, ttp_err* e) {
   *out = (io_raster){0};
   if (size == 0) return ERR(e, TTP_ERR_FORMAT, "%s: empty file", path);
-  if (starts(bytes, size, "\x89PNG\r\n\x1a\n", 8) || starts(bytes, size, "\xff\xd8\xff", 3) ||
-      starts(bytes, size, "BM", 2))
-    return io_stb_decode(bytes, size, path, max_w, max_h, out, e);
+  if (starts(bytes, size, "\x89PNG\r\n\x1a\n", 8))
+    return io_png_decode(bytes, size, path, max_w, max_h, out, e);
+  if (starts(bytes, size, "BM", 2)) return io_bmp_decode(bytes, size, path, max_w, max_h, out, e);
+  if (starts(bytes, size, "\xff\xd8\xff", 3))
+    return io_jpeg_decode(bytes, size, path, max_w, max_h, out, e);
   if (starts(bytes, size, "P5", 2) || starts(bytes, size, "P6", 2))
     return io_pnm_decode(bytes, size, path, max_w, max_h, out, e);
   return ERR(e, TTP_ERR_FORMAT, "%s: not an image ttapipe reads (PNG, JPEG, BMP, binary PNM)",
@@ -54,6 +75,28 @@ static ttp_status take_options(const ttp_image_options* given, ttp_image_options
   return TTP_OK;
 }
 
+ttp_status io_load_image_bytes(const uint8_t* bytes, size_t size, const char* path,
+                               const ttp_image_options* given, int rows, int cols,
+                               uint8_t* pixels, double seconds[2], ttp_err* e) {
+  if (!bytes || !path || !pixels || rows < 1 || cols < 1)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "ttp_load_image: path, pixels and a size are required");
+  ttp_image_options o;
+  TRY(take_options(given, &o, e));
+  double t0 = clock_seconds();
+  io_raster r;
+  ttp_status s = io_decode(bytes, size, path, o.max_width, o.max_height, &r, e);
+  double t1 = clock_seconds();
+  if (s == TTP_OK) {
+    s = io_preprocess(&r, &o, rows, cols, pixels, e);
+    io_raster_free(&r);
+  }
+  if (seconds) {
+    seconds[0] += t1 - t0;
+    seconds[1] += clock_seconds() - t1;
+  }
+  return s;
+}
+
 ttp_status io_load_image(const char* path, const ttp_image_options* given, int rows, int cols,
                          uint8_t* pixels, double seconds[3], ttp_err* e) {
   if (!path || !pixels || rows < 1 || cols < 1)
@@ -64,20 +107,10 @@ ttp_status io_load_image(const char* path, const ttp_image_options* given, int r
   uint8_t* bytes;
   size_t size;
   TRY(io_read_file(path, o.max_file_bytes, &bytes, &size, e));
-  double t1 = clock_seconds();
-  io_raster r;
-  ttp_status s = io_decode(bytes, size, path, o.max_width, o.max_height, &r, e);
+  if (seconds) seconds[0] += clock_seconds() - t0;
+  ttp_status s = io_load_image_bytes(bytes, size, path, &o, rows, cols, pixels,
+                                     seconds ? seconds + 1 : NULL, e);
   free(bytes);
-  double t2 = clock_seconds();
-  if (s == TTP_OK) {
-    s = io_preprocess(&r, &o, rows, cols, pixels, e);
-    io_raster_free(&r);
-  }
-  if (seconds) {
-    seconds[0] += t1 - t0;
-    seconds[1] += t2 - t1;
-    seconds[2] += clock_seconds() - t2;
-  }
   return s;
 }
 

@@ -1,6 +1,6 @@
-/* Image files to the model's input: decoding (PNG, JPEG, BMP through Debian's stb_image; binary
-   PNM through pnm.c) into a raster of bytes, then preprocess.h turns the raster into the
-   model's rows x cols grey bytes. Files are hostile: the whole file is read with a size cap,
+/* Image files to the model's input: decoding (PNG through Debian's stb_image, JPEG through
+   Debian's libjpeg-turbo, BMP and binary PNM through ttapipe's own readers) into a raster of
+   bytes, then preprocess.h turns the raster into the model's rows x cols grey bytes. Files are hostile: the whole file is read with a size cap,
    dimensions are checked before decoding, and every failure is one line naming the file. */
 #ifndef TTP_IO_IMAGE_H
 #define TTP_IO_IMAGE_H
@@ -25,15 +25,40 @@ void io_raster_free(io_raster* r);
 ttp_status io_decode(const uint8_t* bytes, size_t size, const char* path, int max_w, int max_h,
                      io_raster* out, ttp_err* e);
 
+/* What ttp_load_image does once the file is read: decode and preprocess size bytes (path names
+   the file in messages); the fuzz targets (tests/fuzz/) enter here. The seconds spent decoding
+   and preprocessing are added to seconds[0..1] when seconds is not NULL. */
+ttp_status io_load_image_bytes(const uint8_t* bytes, size_t size, const char* path,
+                               const ttp_image_options* options, int rows, int cols,
+                               uint8_t* pixels, double seconds[2], ttp_err* e);
+
 /* ttp_load_image (ttapipe.h), with the seconds spent reading, decoding and preprocessing added
    to seconds[0..2] when seconds is not NULL. */
 ttp_status io_load_image(const char* path, const ttp_image_options* options, int rows, int cols,
                          uint8_t* pixels, double seconds[3], ttp_err* e);
 
-/* The decoders io_decode dispatches to. */
-ttp_status io_stb_decode(const uint8_t* bytes, size_t size, const char* path, int max_w, int max_h,
+/* The decoders io_decode dispatches to, each given a file of its format: PNG (png.c, through
+   Debian's stb_image), JPEG (jpeg.c, Debian's libjpeg-turbo), BMP (bmp.c) and binary PNM
+   (pnm.c), ttapipe's own. Each refuses images wider than max_w or taller than max_h from the
+   header, before decoding, and names path in every message. */
+ttp_status io_png_decode(const uint8_t* bytes, size_t size, const char* path, int max_w, int max_h,
+                         io_raster* out, ttp_err* e);
+ttp_status io_jpeg_decode(const uint8_t* bytes, size_t size, const char* path, int max_w,
+                          int max_h, io_raster* out, ttp_err* e);
+ttp_status io_bmp_decode(const uint8_t* bytes, size_t size, const char* path, int max_w, int max_h,
                          io_raster* out, ttp_err* e);
 ttp_status io_pnm_decode(const uint8_t* bytes, size_t size, const char* path, int max_w, int max_h,
                          io_raster* out, ttp_err* e);
+
+/* A decoder's check of the size a header declares, before anything is decoded: more than 2^30
+   bytes of pixels (channels per pixel) is not believed ("unreadable image header"), more than
+   max_w x max_h is refused as larger than allowed. format names the format in the message. */
+ttp_status io_check_size(const char* path, const char* format, uint64_t w, uint64_t h,
+                         int channels, int max_w, int max_h, ttp_err* e);
+
+/* stb_image's PNG decoder (stb_png.c), for png.c once it has checked the file: the image must
+   come out w x h. */
+ttp_status io_stb_png(const uint8_t* bytes, size_t size, const char* path, int w, int h,
+                      io_raster* out, ttp_err* e);
 
 #endif

@@ -62,9 +62,7 @@ ttp_status io_pnm_decode(const uint8_t* bytes, size_t size, const char* path, in
   if (!isspace(*c.p))
     return ERR(e, TTP_ERR_FORMAT, "%s: PNM header: no whitespace byte after maxval", path);
   c.p++;
-  if (width > max_w || height > max_h)
-    return ERR(e, TTP_ERR_FORMAT, "%s: image is %dx%d, larger than the %dx%d allowed", path, width,
-               height, max_w, max_h);
+  TRY(io_check_size(path, "PNM", (uint64_t)width, (uint64_t)height, channels, max_w, max_h, e));
   size_t samples = (size_t)width * height * channels, depth = maxval > 255 ? 2 : 1;
   if ((size_t)(c.end - c.p) < samples * depth)
     return ERR(e, TTP_ERR_FORMAT, "%s: truncated: %zu pixel bytes expected, %zu present", path,

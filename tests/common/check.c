@@ -77,6 +77,18 @@ void test_write_file(const char* path, const void* data, size_t size) {
   CHECK(fclose(f) == 0, "cannot close %s", path);
 }
 
+void test_put(test_bytes* b, const void* data, size_t n) {
+  if (b->n + n > b->cap) {
+    b->cap = (b->n + n) * 2 + 64;
+    CHECK((b->p = realloc(b->p, b->cap)), "out of memory");
+  }
+  if (n) memcpy(b->p + b->n, data, n);
+  b->n += n;
+}
+void test_put8(test_bytes* b, unsigned v) { test_put(b, &(uint8_t){(uint8_t)v}, 1); }
+void test_put16le(test_bytes* b, unsigned v) { test_put8(b, v & 255), test_put8(b, v >> 8 & 255); }
+void test_put32le(test_bytes* b, uint32_t v) { test_put16le(b, v & 0xffff), test_put16le(b, v >> 16); }
+
 void test_expect_message(const char* message, ...) {
   va_list ap;
   va_start(ap, message);

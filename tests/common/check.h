@@ -61,6 +61,16 @@ void test_remove_tree(const char* path);
 const char* test_path(const char* dir, const char* name);
 
 void test_write_file(const char* path, const void* data, size_t size);
+
+/* A growable run of bytes, for files built in memory (little-endian puts). */
+typedef struct test_bytes {
+  uint8_t* p;
+  size_t n, cap;
+} test_bytes;
+void test_put(test_bytes* b, const void* data, size_t n);
+void test_put8(test_bytes* b, unsigned v);
+void test_put16le(test_bytes* b, unsigned v);
+void test_put32le(test_bytes* b, uint32_t v);
 /* The message must be one line and contain every fragment given after it. */
 #define EXPECT_MESSAGE(message, ...) test_expect_message((message), __VA_ARGS__, (const char*)NULL)
 void test_expect_message(const char* message, ...);

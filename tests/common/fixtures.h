@@ -38,6 +38,33 @@ void fixture_png(const char* path, int w, int h, int channels, const uint8_t* pi
 void fixture_bmp(const char* path, int w, int h, int channels, const uint8_t* pixels);
 void fixture_jpg(const char* path, int w, int h, int channels, const uint8_t* pixels);
 
+/* BMP files of every kind (bmp_writer.c), from Microsoft's description of the format. pixels:
+   w x h palette indices (bits <= 8) or RGBA quadruples (16, 24, 32 bits; 24 ignores alpha), top
+   row first; 16 and 32-bit pixels keep each channel's top bits under its mask. The palette's
+   entry i is fixture_bmp_palette(i). Returns the file's size; *out is malloc'd. */
+typedef struct fixture_bmp_spec {
+  int w, h, bits;     /* bits: 1, 4, 8, 16, 24 or 32 */
+  int header;         /* 12 (OS/2 core), 40 (info), 52, 56, 108 (V4), 124 (V5) */
+  int compression;    /* 0 none, 1 RLE8, 2 RLE4, 3 bit fields, 6 bit fields with alpha */
+  int top_down;       /* rows stored top row first (a negative height) */
+  int colours;        /* palette entries, and the header's count of colours used (0: 2^bits) */
+  uint32_t masks[4];  /* red, green, blue, alpha bit masks of 16 and 32-bit pixels */
+} fixture_bmp_spec;
+void fixture_bmp_palette(int i, uint8_t rgb[3]);
+size_t fixture_bmp_bytes(const fixture_bmp_spec* spec, const uint8_t* pixels, uint8_t** out);
+
+/* JPEG files through Debian's libjpeg-turbo encoder (jpeg_writer.c). pixels: w x h x
+   components bytes (1 grey, 3 RGB, 4 CMYK). Returns the file's size; *out is malloc'd. */
+typedef struct fixture_jpeg_spec {
+  int w, h, components;
+  int colour_space;  /* what the file stores, a J_COLOR_SPACE (0: libjpeg's default for the input) */
+  int h0, v0;        /* sampling factors of the first component, the others 1 x 1 (0: default) */
+  int progressive, restart, optimize, arithmetic, quality;
+  const void* scans; /* a scan script (nscans jpeg_scan_info), or NULL */
+  int nscans;
+} fixture_jpeg_spec;
+size_t fixture_jpeg_bytes(const fixture_jpeg_spec* spec, const uint8_t* pixels, uint8_t** out);
+
 /* Opens a pipeline on model_dir with the engine (the others options at their defaults; tta may
    be NULL), or dies saying why. */
 ttp_pipeline* fixture_open(const char* model_dir, ttp_engine engine, const ttp_tta* tta);
