@@ -306,9 +306,12 @@ ttp_status ttp_read_idx_labels(const char* path, uint8_t** labels, size_t* count
 /* ---- Image files ---------------------------------------------------------------------------- *
  * ttp_load_image turns an image file into the model's input, in this order:
  *   1. the file is read whole (at most max_file_bytes); its format comes from its first bytes:
- *      PNG, JPEG, BMP (Debian's stb_image, only these decoders compiled in) or binary PNM (P5
- *      grey, P6 colour; ttapipe's own parser); its declared size is checked against max_width x
- *      max_height before anything is decoded; images are never flipped;
+ *      PNG (Debian's stb_image, behind ttapipe's own checks of the file's structure and sizes),
+ *      JPEG (Debian's libjpeg-turbo; a file libjpeg warns about is refused), BMP or binary PNM
+ *      (P5 grey, P6 colour; ttapipe's own readers); its declared size is checked against
+ *      max_width x max_height before anything is decoded; images are never flipped. A file that
+ *      cannot be decoded is refused with "unreadable image header (...)" or "corrupt image
+ *      (...)" and the reason;
  *   2. to grey, in [0, 1]: colour by BT.601 luma (0.299 R + 0.587 G + 0.114 B), alpha composited
  *      over white (a transparent background is paper);
  *   3. polarity: the models expect light strokes on black. TTP_INVERT_AUTO inverts (1 - v) when
