@@ -1,5 +1,6 @@
-/* The decode thread pool: see decode_pool.h. One mutex guards the ring's bookkeeping; the work
-   itself (ttp_load_image) runs outside it. */
+/* The decode thread pool: see decode_pool.h. One mutex guards the bookkeeping; the work itself
+   (io_load_image) runs outside it. A worker takes a few consecutive files at a time and reports
+   them done when it comes back for more, so that sixteen workers do not queue on the mutex. */
 #include "decode_pool.h"
 
 #include <pthread.h>
@@ -8,90 +9,124 @@
 
 #include "image.h"
 
-typedef struct pool_slot {
-  uint8_t* pixels;      /* chunk x rows x cols */
-  io_outcome* outcomes; /* chunk */
-  size_t done;          /* files of its chunk finished */
-} pool_slot;
+/* Files a worker takes at once: few enough that the last files of a chunk spread over the
+   workers, enough that the mutex is taken once per several files. */
+enum { POOL_TAKE = 4 };
+
+typedef struct pool_chunk {
+  uint8_t* pixels;      /* the consumer's buffer */
+  io_outcome* outcomes; /* chunk of them */
+  const char** paths;   /* chunk of them: each file's path, set when it is taken */
+  size_t done;          /* files of the chunk finished */
+} pool_chunk;
 
 struct io_pool {
-  const char* const* paths;
-  size_t count, chunk, pixels;
+  const char* const* paths; /* the files: the caller's array, or `owned` */
+  char** owned;             /* files appended by a walk, freed at close */
+  size_t known, owned_cap;  /* files known so far */
+  int final;                /* no more will come */
+  size_t chunk, pixels;
   int rows, cols, window, threads, started;
   ttp_image_options options;
-  pool_slot* slots;     /* window of them: chunk k lives in slots[k % window] */
+  pool_chunk* chunks;       /* window of them: chunk k lives in chunks[k % window] */
   pthread_t* ids;
   pthread_mutex_t lock;
-  pthread_cond_t space; /* a chunk was released: workers may go on */
-  pthread_cond_t ready; /* a chunk may be complete */
-  size_t next;          /* the next file to take */
-  size_t released;      /* chunks consumed: files of chunk >= released + window must wait */
+  pthread_cond_t work;      /* files or a buffer arrived, or the pool stops */
+  pthread_cond_t ready;     /* a chunk may be complete */
+  size_t next;              /* the next file to take */
+  size_t provided;          /* chunks with a buffer: files of chunk >= provided must wait */
   int stopping;
   double seconds[3];
 };
 
-static size_t files_in(const io_pool* p, size_t k) {
+/* Files in chunk k, when known: the whole chunk, or (the list final) what is left; else -1. */
+static long long expected(const io_pool* p, size_t k) {
   size_t first = k * p->chunk;
-  return p->count - first < p->chunk ? p->count - first : p->chunk;
+  if (p->known >= first + p->chunk) return (long long)p->chunk;
+  if (!p->final) return -1;
+  return p->known > first ? (long long)(p->known - first) : 0;
+}
+
+static int complete(const io_pool* p, size_t k) {
+  return (long long)p->chunks[k % p->window].done == expected(p, k);
 }
 
 static void* worker(void* arg) {
   io_pool* p = arg;
   double seconds[3] = {0, 0, 0};
+  size_t indices[POOL_TAKE];
+  const char* paths[POOL_TAKE];
+  pool_chunk* c = NULL;
+  size_t taken = 0, k = 0;
   pthread_mutex_lock(&p->lock);
   for (;;) {
-    while (!p->stopping && p->next < p->count && p->next / p->chunk >= p->released + p->window)
-      pthread_cond_wait(&p->space, &p->lock);
-    if (p->stopping || p->next >= p->count) break;
-    size_t i = p->next++;
-    pool_slot* slot = &p->slots[(i / p->chunk) % p->window];
-    size_t j = i % p->chunk;
+    if (taken) { /* report the files just done */
+      c->done += taken;
+      if (complete(p, k)) pthread_cond_broadcast(&p->ready);
+      taken = 0;
+    }
+    while (!p->stopping && !(p->next < p->known && p->next / p->chunk < p->provided) &&
+           !(p->final && p->next >= p->known))
+      pthread_cond_wait(&p->work, &p->lock);
+    if (p->stopping || p->next >= p->known) break;
+    k = p->next / p->chunk;
+    c = &p->chunks[k % p->window];
+    size_t end = (k + 1) * p->chunk;
+    while (taken < POOL_TAKE && p->next < p->known && p->next < end) {
+      size_t i = p->next++;
+      indices[taken] = i;
+      paths[taken] = c->paths[i % p->chunk] = p->paths[i];
+      taken++;
+    }
+    uint8_t* pixels = c->pixels;
     pthread_mutex_unlock(&p->lock);
 
-    uint8_t* px = slot->pixels + j * p->pixels;
-    io_outcome* out = &slot->outcomes[j];
-    ttp_err e = {0};
-    out->status = io_load_image(p->paths[i], &p->options, p->rows, p->cols, px, seconds, &e);
-    if (out->status != TTP_OK) {
-      memset(px, 0, p->pixels);
-      memcpy(out->error, e.message, sizeof out->error);
+    for (size_t t = 0; t < taken; t++) {
+      size_t j = indices[t] % p->chunk;
+      uint8_t* px = pixels + j * p->pixels;
+      io_outcome* out = &c->outcomes[j];
+      ttp_err e = {0};
+      out->status = io_load_image(paths[t], &p->options, p->rows, p->cols, px, seconds, &e);
+      if (out->status != TTP_OK) {
+        memset(px, 0, p->pixels);
+        memcpy(out->error, e.message, sizeof out->error);
+      }
     }
-
     pthread_mutex_lock(&p->lock);
-    if (++slot->done == files_in(p, i / p->chunk)) pthread_cond_broadcast(&p->ready);
   }
   for (int s = 0; s < 3; s++) p->seconds[s] += seconds[s];
   pthread_mutex_unlock(&p->lock);
   return NULL;
 }
 
-ttp_status io_pool_open(const char* const* paths, size_t count, const ttp_image_options* options,
-                        int rows, int cols, int threads, size_t chunk, int window, io_pool** out,
-                        ttp_err* e) {
+ttp_status io_pool_open(const char* const* paths, size_t count, int final,
+                        const ttp_image_options* options, int rows, int cols, int threads,
+                        size_t chunk, int window, io_pool** out, ttp_err* e) {
   *out = NULL;
   if (threads < 1 || chunk < 1 || window < 1)
     return ERR(e, TTP_ERR_INTERNAL, "io_pool_open: %d threads, chunk %zu, window %d", threads,
                chunk, window);
   io_pool* p = calloc(1, sizeof *p);
   if (!p) return ERR_NOMEM(e, sizeof *p);
-  *p = (io_pool){.paths = paths, .count = count, .chunk = chunk, .pixels = (size_t)rows * cols,
-                 .rows = rows, .cols = cols, .window = window, .threads = threads};
+  *p = (io_pool){.paths = paths, .known = count, .final = final, .chunk = chunk,
+                 .pixels = (size_t)rows * cols, .rows = rows, .cols = cols, .window = window,
+                 .threads = threads};
   if (options) {
     p->options = *options;
   } else {
     ttp_image_options_init(&p->options);
   }
   pthread_mutex_init(&p->lock, NULL);
-  pthread_cond_init(&p->space, NULL);
+  pthread_cond_init(&p->work, NULL);
   pthread_cond_init(&p->ready, NULL);
-  p->slots = calloc((size_t)window, sizeof *p->slots);
+  p->chunks = calloc((size_t)window, sizeof *p->chunks);
   p->ids = calloc((size_t)threads, sizeof *p->ids);
-  ttp_status s = p->slots && p->ids ? TTP_OK : ERR_NOMEM(e, (size_t)window * sizeof *p->slots);
+  ttp_status s = p->chunks && p->ids ? TTP_OK : ERR_NOMEM(e, (size_t)window * sizeof *p->chunks);
   for (int w = 0; w < window && s == TTP_OK; w++) {
-    p->slots[w].pixels = malloc(chunk * p->pixels);
-    p->slots[w].outcomes = malloc(chunk * sizeof(io_outcome));
-    if (!p->slots[w].pixels || !p->slots[w].outcomes)
-      s = ERR_NOMEM(e, chunk * (p->pixels + sizeof(io_outcome)));
+    p->chunks[w].outcomes = malloc(chunk * sizeof(io_outcome));
+    p->chunks[w].paths = malloc(chunk * sizeof(char*));
+    if (!p->chunks[w].outcomes || !p->chunks[w].paths)
+      s = ERR_NOMEM(e, chunk * (sizeof(io_outcome) + sizeof(char*)));
   }
   for (int t = 0; t < threads && s == TTP_OK; t++) {
     if (pthread_create(&p->ids[t], NULL, worker, p) != 0) {
@@ -108,22 +143,77 @@ ttp_status io_pool_open(const char* const* paths, size_t count, const ttp_image_
   return TTP_OK;
 }
 
-void io_pool_wait(io_pool* p, size_t k, const uint8_t** pixels, const io_outcome** outcomes,
-                  size_t* n) {
-  pool_slot* slot = &p->slots[k % p->window];
-  *n = files_in(p, k);
+ttp_status io_pool_append(io_pool* p, char** paths, size_t n, ttp_err* e) {
   pthread_mutex_lock(&p->lock);
-  while (slot->done < *n) pthread_cond_wait(&p->ready, &p->lock);
+  ttp_status s = TTP_OK;
+  if (p->known + n > p->owned_cap) {
+    size_t cap = (p->known + n) * 2 + 1024;
+    char** grown = realloc(p->owned, cap * sizeof *grown);
+    if (grown) {
+      p->owned = grown, p->owned_cap = cap;
+      p->paths = (const char* const*)grown;
+    } else {
+      s = ERR_NOMEM(e, cap * sizeof *grown);
+    }
+  }
+  if (s == TTP_OK) {
+    memcpy(p->owned + p->known, paths, n * sizeof *paths);
+    p->known += n;
+    pthread_cond_broadcast(&p->work);
+  } else {
+    for (size_t i = 0; i < n; i++) free(paths[i]);
+  }
   pthread_mutex_unlock(&p->lock);
-  *pixels = slot->pixels;
-  *outcomes = slot->outcomes;
+  return s;
+}
+
+void io_pool_finish(io_pool* p) {
+  pthread_mutex_lock(&p->lock);
+  p->final = 1;
+  pthread_cond_broadcast(&p->work);
+  pthread_cond_broadcast(&p->ready);
+  pthread_mutex_unlock(&p->lock);
+}
+
+size_t io_pool_known(io_pool* p, int* final) {
+  pthread_mutex_lock(&p->lock);
+  size_t known = p->known;
+  *final = p->final;
+  pthread_mutex_unlock(&p->lock);
+  return known;
+}
+
+void io_pool_provide(io_pool* p, size_t k, uint8_t* pixels) {
+  pthread_mutex_lock(&p->lock);
+  pool_chunk* c = &p->chunks[k % p->window];
+  c->pixels = pixels;
+  c->done = 0;
+  p->provided = k + 1;
+  pthread_cond_broadcast(&p->work);
+  pthread_mutex_unlock(&p->lock);
+}
+
+int io_pool_ready(io_pool* p, size_t k) {
+  pthread_mutex_lock(&p->lock);
+  int ready = k < p->provided && complete(p, k);
+  pthread_mutex_unlock(&p->lock);
+  return ready;
+}
+
+void io_pool_wait(io_pool* p, size_t k, const io_outcome** outcomes, const char* const** paths,
+                  size_t* n) {
+  pool_chunk* c = &p->chunks[k % p->window];
+  pthread_mutex_lock(&p->lock);
+  while (!complete(p, k)) pthread_cond_wait(&p->ready, &p->lock);
+  *n = (size_t)expected(p, k);
+  pthread_mutex_unlock(&p->lock);
+  *outcomes = c->outcomes;
+  *paths = (const char* const*)c->paths;
 }
 
 void io_pool_release(io_pool* p, size_t k) {
   pthread_mutex_lock(&p->lock);
-  p->slots[k % p->window].done = 0;
-  p->released = k + 1;
-  pthread_cond_broadcast(&p->space);
+  p->chunks[k % p->window].pixels = NULL;
   pthread_mutex_unlock(&p->lock);
 }
 
@@ -131,20 +221,23 @@ void io_pool_close(io_pool* p, double seconds[3]) {
   if (!p) return;
   pthread_mutex_lock(&p->lock);
   p->stopping = 1;
-  pthread_cond_broadcast(&p->space);
+  pthread_cond_broadcast(&p->work);
   pthread_mutex_unlock(&p->lock);
   for (int t = 0; t < p->started; t++) pthread_join(p->ids[t], NULL);
   if (seconds)
     for (int s = 0; s < 3; s++) seconds[s] += p->seconds[s];
-  if (p->slots)
+  if (p->chunks)
     for (int w = 0; w < p->window; w++) {
-      free(p->slots[w].pixels);
-      free(p->slots[w].outcomes);
+      free(p->chunks[w].outcomes);
+      free(p->chunks[w].paths);
     }
-  free(p->slots);
+  if (p->owned)
+    for (size_t i = 0; i < p->known; i++) free(p->owned[i]);
+  free(p->owned);
+  free(p->chunks);
   free(p->ids);
   pthread_mutex_destroy(&p->lock);
-  pthread_cond_destroy(&p->space);
+  pthread_cond_destroy(&p->work);
   pthread_cond_destroy(&p->ready);
   free(p);
 }

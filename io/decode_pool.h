@@ -1,9 +1,14 @@
-/* The decode thread pool: worker threads read, decode and preprocess image files into a ring
-   of `window` chunks of `chunk` files, in the files' order, while the caller consumes finished
-   chunks one after the other. Back-pressure: a worker takes a file only if its chunk fits in the
-   ring (at most `window` chunks ahead of the oldest unconsumed one); otherwise it waits, so
-   memory stays bounded. A slow file holds back only the hand-over of its own chunk: the other
-   workers go on with the files after it. */
+/* The decode thread pool: worker threads read, decode and preprocess image files, in the files'
+   order, into buffers that the consumer provides one chunk of `chunk` files at a time (on a GPU,
+   the pinned input slots of the runner's ring: the images land where the copy to the device
+   starts, with no copy of their own). A worker takes files only once their chunk has a buffer,
+   so the buffers the consumer hands over bound how far the workers run ahead and how much memory
+   is used. A slow file holds back only the hand-over of its own chunk: the other workers go on
+   with the files after it.
+
+   The files are a list known at the start, or one that grows while the pool runs: a directory
+   walk appends each file as soon as its place in the order is known (io_pool_append), and says
+   when it is over (io_pool_finish), so that decoding starts with the walk's first files. */
 #ifndef TTP_IO_DECODE_POOL_H
 #define TTP_IO_DECODE_POOL_H
 
@@ -21,19 +26,37 @@ typedef struct io_outcome {
   char error[ERR_MESSAGE_SIZE]; /* when status is not TTP_OK */
 } io_outcome;
 
-/* Starts `threads` workers on paths[0 .. count-1]. options: as ttp_load_image's (NULL: the
-   defaults). The pool keeps pointers to paths and options until io_pool_close. */
-ttp_status io_pool_open(const char* const* paths, size_t count, const ttp_image_options* options,
-                        int rows, int cols, int threads, size_t chunk, int window, io_pool** out,
-                        ttp_err* e);
+/* Starts `threads` workers. paths[0 .. count-1]: the files known now (kept by pointer, not
+   copied, until io_pool_close); final: no more will come (else io_pool_append adds them and
+   io_pool_finish ends the list). window: at most this many chunks provided and not yet
+   released at a time. options: as ttp_load_image's (NULL: the defaults). */
+ttp_status io_pool_open(const char* const* paths, size_t count, int final,
+                        const ttp_image_options* options, int rows, int cols, int threads,
+                        size_t chunk, int window, io_pool** out, ttp_err* e);
 
-/* Waits for chunk k (files k chunk .. ), which must be the next unconsumed one. *pixels: its
-   files' images, rows x cols bytes each, zeros for a file that failed; *outcomes: each file's
-   outcome; *n: the number of files in it. Valid until io_pool_release(k). */
-void io_pool_wait(io_pool* pool, size_t k, const uint8_t** pixels, const io_outcome** outcomes,
+/* Appends n files (the pool takes the strings, malloc'd, and frees them at close). */
+ttp_status io_pool_append(io_pool* pool, char** paths, size_t n, ttp_err* e);
+/* No more files will come. */
+void io_pool_finish(io_pool* pool);
+
+/* The files known so far; *final: whether that is all of them. */
+size_t io_pool_known(io_pool* pool, int* final);
+
+/* Chunk k, the next one without a buffer, is to be decoded into pixels: room for `chunk`
+   images, rows x cols bytes each. A file that fails leaves zeros there. */
+void io_pool_provide(io_pool* pool, size_t k, uint8_t* pixels);
+
+/* Whether chunk k (provided) is complete, without waiting: every file of it done, and it full or
+   the list final. */
+int io_pool_ready(io_pool* pool, size_t k);
+
+/* Waits for chunk k, the oldest unreleased one, to be complete. *outcomes: each file's outcome;
+   *paths: each file's path; *n: the number of files in it (0: the list ended before it).
+   Valid until io_pool_release(k). */
+void io_pool_wait(io_pool* pool, size_t k, const io_outcome** outcomes, const char* const** paths,
                   size_t* n);
 
-/* Chunk k is consumed: its place in the ring takes later files. */
+/* Chunk k is consumed: its buffer is the consumer's again, and its place in the window is free. */
 void io_pool_release(io_pool* pool, size_t k);
 
 /* Stops the workers (whatever is left undone), adds the seconds they spent reading, decoding and

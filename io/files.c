@@ -1,14 +1,17 @@
 /* File lists: directory walks (sorted, loop-safe, hidden names and extensions filtered) and
    lists read from a file or standard input. See ttapipe.h ("File lists"). */
+#define _DEFAULT_SOURCE /* readdir's d_type: most entries need no stat */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "file.h"
+#include "files.h"
 #include "ttapipe.h"
 
 enum { WALK_MAX_DEPTH = 256 };
@@ -47,6 +50,8 @@ static ttp_status push(ttp_file_list* list, const char* path, ttp_err* e) {
 typedef struct walk {
   const char* extensions;
   int hidden;
+  io_emit_fn emit;
+  void* user;
   struct { dev_t dev; ino_t ino; } * seen; /* directories entered */
   size_t seen_count, seen_cap;
 } walk;
@@ -88,69 +93,152 @@ static int enter_once(walk* w, const struct stat* st, ttp_err* e, ttp_status* s)
   return 1;
 }
 
-static ttp_status walk_dir(walk* w, const char* dir, int depth, ttp_file_list* found, ttp_err* e) {
-  DIR* d = opendir(dir);
-  if (!d || depth > WALK_MAX_DEPTH) { /* classifying it will say why it cannot be read */
-    if (d) closedir(d);
-    return push(found, dir, e);
+/* A directory's entries: names packed in one buffer, each with whether it is a directory. */
+typedef struct entry {
+  size_t name; /* offset in the names buffer */
+  int dir;
+} entry;
+
+typedef struct listing {
+  entry* entries;
+  size_t count, cap;
+  char* names;
+  size_t used, names_cap;
+} listing;
+
+/* The order of full paths, byte by byte, among one directory's entries: a directory's name is
+   compared as if followed by '/', the separator its files' paths continue with. */
+static const char* sort_names;
+static int by_path(const void* x, const void* y) {
+  const entry *a = x, *b = y;
+  const unsigned char* p = (const unsigned char*)sort_names + a->name;
+  const unsigned char* q = (const unsigned char*)sort_names + b->name;
+  while (*p && *p == *q) p++, q++;
+  unsigned cp = *p ? *p : a->dir ? '/' : 0, cq = *q ? *q : b->dir ? '/' : 0;
+  return (cp > cq) - (cp < cq);
+}
+
+static ttp_status add_entry(listing* l, const char* name, int dir, ttp_err* e) {
+  size_t n = strlen(name) + 1;
+  if (l->count == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 256;
+    entry* grown = realloc(l->entries, cap * sizeof *grown);
+    if (!grown) return ERR_NOMEM(e, cap * sizeof *grown);
+    l->entries = grown, l->cap = cap;
   }
-  ttp_status s = TTP_OK;
+  if (l->used + n > l->names_cap) {
+    size_t cap = (l->used + n) * 2 + 4096;
+    char* grown = realloc(l->names, cap);
+    if (!grown) return ERR_NOMEM(e, cap);
+    l->names = grown, l->names_cap = cap;
+  }
+  memcpy(l->names + l->used, name, n);
+  l->entries[l->count++] = (entry){l->used, dir};
+  l->used += n;
+  return TTP_OK;
+}
+
+/* Reads dir's entries (the hidden ones only when asked), telling directories by the type
+   readdir gives, or by stat (which follows links) where it gives none. */
+static ttp_status list_dir(walk* w, DIR* d, char* path, size_t dir_len, listing* l, ttp_err* e) {
   struct dirent* ent;
-  size_t dir_len = strlen(dir);
-  while (s == TTP_OK && (ent = readdir(d))) {
+  while ((ent = readdir(d))) {
     const char* name = ent->d_name;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
     if (name[0] == '.' && !w->hidden) continue;
-    size_t len = dir_len + 1 + strlen(name) + 1;
-    char* path = malloc(len);
-    if (!path) {
-      s = ERR_NOMEM(e, len);
-      break;
+    int dir = ent->d_type == DT_DIR;
+    if (ent->d_type == DT_UNKNOWN || ent->d_type == DT_LNK) {
+      size_t n = strlen(name);
+      if (dir_len + n + 1 >= PATH_MAX) continue; /* no such path can be opened */
+      memcpy(path + dir_len, name, n + 1);
+      struct stat st;
+      dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     }
-    snprintf(path, len, "%s%s%s", dir, dir_len && dir[dir_len - 1] == '/' ? "" : "/", name);
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-      if (enter_once(w, &st, e, &s)) s = walk_dir(w, path, depth + 1, found, e);
-    } else if (extension_matches(name, w->extensions)) {
-      s = push(found, path, e); /* a dangling link too: its row will say so */
-    }
-    free(path);
+    if (!dir && !extension_matches(name, w->extensions)) continue;
+    TRY(add_entry(l, name, dir, e));
   }
+  return TTP_OK;
+}
+
+/* path: the directory, PATH_MAX bytes of room. Its files, and those of its directories in
+   place, are emitted in byte-wise order of their paths. */
+static ttp_status walk_dir(walk* w, char* path, int depth, ttp_err* e) {
+  DIR* d = opendir(path);
+  if (!d || depth > WALK_MAX_DEPTH) { /* classifying it will say why it cannot be read */
+    if (d) closedir(d);
+    return w->emit(w->user, path, e);
+  }
+  size_t dir_len = strlen(path);
+  if (dir_len == 0 || path[dir_len - 1] != '/') path[dir_len++] = '/';
+  path[dir_len] = '\0';
+  listing l = {0};
+  ttp_status s = list_dir(w, d, path, dir_len, &l, e);
   closedir(d);
+  if (s == TTP_OK && l.count) {
+    sort_names = l.names;
+    qsort(l.entries, l.count, sizeof *l.entries, by_path);
+  }
+  for (size_t i = 0; i < l.count && s == TTP_OK; i++) {
+    const char* name = l.names + l.entries[i].name;
+    size_t n = strlen(name);
+    if (dir_len + n + 2 >= PATH_MAX) continue;
+    memcpy(path + dir_len, name, n + 1);
+    if (!l.entries[i].dir) {
+      s = w->emit(w->user, path, e); /* a dangling link too: its row will say so */
+      continue;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && enter_once(w, &st, e, &s)) s = walk_dir(w, path, depth + 1, e);
+  }
+  path[dir_len] = '\0';
+  free(l.entries);
+  free(l.names);
   return s;
 }
 
-static int by_bytes(const void* a, const void* b) {
-  return strcmp(*(char* const*)a, *(char* const*)b);
+ttp_status io_walk(const char* const* paths, size_t count, const ttp_list_options* o,
+                   io_emit_fn emit, void* user, ttp_err* e) {
+  walk w = {o->extensions, o->hidden, emit, user, NULL, 0, 0};
+  ttp_status s = TTP_OK;
+  for (size_t i = 0; i < count && s == TTP_OK; i++) {
+    struct stat st;
+    if (stat(paths[i], &st) != 0 || !S_ISDIR(st.st_mode) || strlen(paths[i]) + 2 >= PATH_MAX) {
+      s = emit(user, paths[i], e); /* classifying it will say why it cannot be read */
+      continue;
+    }
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", paths[i]);
+    if (enter_once(&w, &st, e, &s)) s = walk_dir(&w, path, 0, e);
+  }
+  free(w.seen);
+  return s;
+}
+
+static ttp_status emit_to_list(void* user, const char* path, ttp_err* e) {
+  return push(user, path, e);
+}
+
+ttp_status io_list_options(const ttp_list_options* given, ttp_list_options* o, ttp_err* e) {
+  ttp_list_options_init(o);
+  if (!given) return TTP_OK;
+  if (given->struct_size < offsetof(ttp_list_options, extensions) + sizeof(char*))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "ttp_list_options.struct_size is %zu: call "
+               "ttp_list_options_init first", given->struct_size);
+  memcpy(o, given, given->struct_size < sizeof *o ? given->struct_size : sizeof *o);
+  if (!o->extensions) return ERR(e, TTP_ERR_INVALID_ARGUMENT, "ttp_list_options: no extensions");
+  return TTP_OK;
 }
 
 ttp_status ttp_list_files(const char* const* paths, size_t count, const ttp_list_options* given,
                           ttp_file_list* list, char* error, size_t error_size) {
   ttp_err e = {0};
   ttp_list_options o;
-  ttp_list_options_init(&o);
-  if (given && given->struct_size >= offsetof(ttp_list_options, extensions) + sizeof(char*))
-    memcpy(&o, given, given->struct_size < sizeof o ? given->struct_size : sizeof o);
-  else if (given)
-    ERR(&e, TTP_ERR_INVALID_ARGUMENT, "ttp_list_options.struct_size is %zu: call "
-        "ttp_list_options_init first", given->struct_size);
-  if (e.status == TTP_OK && (!list || (count && !paths) || !o.extensions))
-    ERR(&e, TTP_ERR_INVALID_ARGUMENT, "ttp_list_files: list, paths and extensions are required");
-  walk w = {o.extensions, o.hidden, NULL, 0, 0};
-  for (size_t i = 0; i < count && e.status == TTP_OK; i++) {
-    struct stat st;
-    if (stat(paths[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
-      push(list, paths[i], &e);
-      continue;
-    }
-    ttp_file_list found = {0};
-    ttp_status s = TTP_OK;
-    if (enter_once(&w, &st, &e, &s)) s = walk_dir(&w, paths[i], 0, &found, &e);
-    if (s == TTP_OK && found.count) qsort(found.paths, found.count, sizeof *found.paths, by_bytes);
-    for (size_t j = 0; j < found.count && e.status == TTP_OK; j++) push(list, found.paths[j], &e);
-    ttp_file_list_free(&found);
+  if (io_list_options(given, &o, &e) == TTP_OK) {
+    if (!list || (count && !paths))
+      ERR(&e, TTP_ERR_INVALID_ARGUMENT, "ttp_list_files: list and paths are required");
+    else
+      io_walk(paths, count, &o, emit_to_list, list, &e);
   }
-  free(w.seen);
   err_copy_out(&e, error, error_size);
   return e.status;
 }

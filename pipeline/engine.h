@@ -1,6 +1,13 @@
-/* The engines that run a model: one table of operations per engine, picked by ttp_engine, so
-   the pipeline handle knows nothing of CPUs or GPUs. Every engine does the whole job of
-   ttp_classify for a run of images: augment, forward every copy, merge. */
+/* The engines that run a model, from a registry (engines.c), so that the pipeline knows none of
+   them by name or address. Each engine says which layers it supports; ttp_open checks the model
+   against it before any work. Two kinds:
+   - a host engine (cpu) does the whole job of a batch on the CPU: augment, forward every copy,
+     merge. host_stream.c drives it through the streaming core (stream.h);
+   - a GPU engine is only a network: plan, enqueue (stream, device input, device output,
+     bucket), describe, destroy (graph/runner.h). graph/'s runner does the rest: the device, the
+     buckets, the ring of pinned slots, the CUDA Graphs, the timings.
+   Every engine can also run one layer by itself (run_layer), so that tests/unit/test_layers.c
+   checks each of its layers against the CPU reference. */
 #ifndef TTP_ENGINE_H
 #define TTP_ENGINE_H
 
@@ -10,6 +17,7 @@
 #include "../augment/tta_core.h"
 #include "error.h"
 #include "model.h"
+#include "stream.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,31 +31,62 @@ typedef struct engine_config {
   int max_batch;           /* GPU engines: images per batch */
   int slots;               /* GPU engines: pinned slots in the ring */
   int use_graph;           /* GPU engines: replay CUDA Graphs (else eager launches) */
-  int naive;               /* the cudnn engine driven like NVIDIA's sample (TTP_ENGINE_NAIVE) */
   aug_spec spec;
   ttp_merge merge;
 } engine_config;
 
-typedef struct engine_ops {
-  const char* name;
-  /* Plan: everything that allocates or synchronises. The model outlives the engine. */
+/* A host engine: the whole job for a run of images. */
+typedef struct host_engine_ops {
+  /* Plan: everything that allocates. The model outlives the engine. */
   ttp_status (*open)(const model* m, const engine_config* c, void** state, ttp_err* e);
   /* images: count x input pixels. results: count entries. merged: NULL, or count x classes. */
   ttp_status (*run)(void* state, const uint8_t* images, size_t count, ttp_result* results,
                     float* merged, ttp_err* e);
-  /* One line: how the engine runs (precision, algorithms, graphs or why not). */
-  const char* (*describe)(void* state);
-  void (*close)(void* state); /* accepts NULL */
-  /* Measuring (ttapipe.h): profiling on (counters reset) or off; the counters. */
-  void (*set_profiling)(void* state, int on);
-  void (*get_stats)(void* state, ttp_run_stats* stats);
-  /* ttp_bench_device; NULL where the engine has no device mode. */
-  ttp_status (*bench_device)(void* state, const uint8_t* images, size_t count, int replays,
-                             double* ms, ttp_err* e);
-} engine_ops;
+  const char* (*describe)(void* state); /* one line: how the engine runs */
+  void (*close)(void* state);           /* accepts NULL */
+} host_engine_ops;
 
-extern const engine_ops cpu_engine_ops;
-extern const engine_ops cudnn_engine_ops; /* a CPU-only build's answers TTP_ERR_NO_GPU */
+struct gpu_network_ops; /* graph/runner.h: a GPU engine's network */
+
+typedef struct engine_entry {
+  ttp_engine id;    /* the value callers name it by (ttapipe.h) */
+  const char* name; /* "cpu", "cudnn" */
+  /* Whether the engine runs layer l under options c; if not, why (one phrase) into why. NULL
+     where this build cannot run the engine at all. */
+  int (*supports)(const model_layer* l, const engine_config* c, char* why, size_t n);
+  const host_engine_ops* host;            /* a host engine, or NULL */
+  const struct gpu_network_ops* network;  /* a GPU engine's network, or NULL (also a GPU engine
+                                             in a CPU-only build) */
+  /* One layer by itself, for tests: n rows of l's input (host floats) -> out, which holds n rows
+     of l's output between `guard` floats on each side; every float of out is carried to where
+     the engine computes and back, so that a write outside the rows shows. GPU engines launch
+     eagerly or (use_graph) through a captured CUDA Graph, in c->precision. */
+  ttp_status (*run_layer)(const model_layer* l, int n, const engine_config* c, int use_graph,
+                          const float* in, float* out, size_t guard, ttp_err* e);
+} engine_entry;
+
+/* The entry of engine id; NULL for an unknown or retired value (3, the naive baseline). */
+const engine_entry* engine_find(ttp_engine id);
+
+/* The engines TTP_ENGINE_AUTO tries, best first; NULL-terminated. */
+extern const engine_entry* const engine_preference[];
+
+/* TTP_OK if the engine supports every layer of m under c; else TTP_ERR_MODEL with one line
+   naming the first layer it cannot run and the engine. */
+ttp_status engine_check_model(const engine_entry* engine, const model* m, const engine_config* c,
+                              ttp_err* e);
+
+/* Opens the engine on m into a streaming core (stream.h). */
+ttp_status engine_open_stream(const engine_entry* engine, const model* m, const engine_config* c,
+                              batch_stream* s, ttp_err* e);
+
+/* graph/runner.c (gpu_absent.c in a CPU-only build): a GPU engine's network behind the ring. */
+ttp_status gpu_runner_open(const struct gpu_network_ops* network, const model* m,
+                           const engine_config* c, batch_stream* s, ttp_err* e);
+
+/* host_stream.c: a host engine behind the streaming core. */
+ttp_status host_stream_open(const host_engine_ops* host, const model* m, const engine_config* c,
+                            batch_stream* s, ttp_err* e);
 
 #ifdef __cplusplus
 }

@@ -64,8 +64,10 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
   if (!p->options.model_dir)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no model directory given");
   const ttp_options* o = &p->options;
-  if (o->engine != TTP_ENGINE_AUTO && o->engine != TTP_ENGINE_CPU &&
-      o->engine != TTP_ENGINE_CUDNN && o->engine != TTP_ENGINE_NAIVE)
+  if (o->engine == TTP_ENGINE_RESERVED_3)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "engine 3 is retired: the naive baseline is a "
+               "benchmark now (tests/bench/naive.c)");
+  if (o->engine != TTP_ENGINE_AUTO && !engine_find(o->engine))
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown engine %d", (int)o->engine);
   if (o->precision != TTP_PRECISION_FP32 && o->precision != TTP_PRECISION_FP16)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)o->precision);
@@ -119,37 +121,64 @@ static ttp_status describe_model(ttp_pipeline* p) {
   return TTP_OK;
 }
 
-/* TTP_ENGINE_AUTO: the GPU engine where this build has one and a GPU is present. */
-static const engine_ops* pick_engine(const ttp_options* o) {
-  if (o->engine == TTP_ENGINE_CPU) return &cpu_engine_ops;
-  if (o->engine == TTP_ENGINE_CUDNN || o->engine == TTP_ENGINE_NAIVE) return &cudnn_engine_ops;
-  return ttp_gpu_count() > 0 ? &cudnn_engine_ops : &cpu_engine_ops;
-}
-
-static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
-  if (!options) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no options given");
-  TRY(take_options(p, options));
-  engine_config config = {
+static engine_config config_of(const ttp_pipeline* p) {
+  return (engine_config){
       .threads = p->options.threads,
       .device = p->options.device,
       .precision = p->options.precision,
       .max_batch = p->options.max_batch,
       .slots = p->options.slots,
-      .use_graph = !p->options.no_graph && p->options.engine != TTP_ENGINE_NAIVE,
-      .naive = p->options.engine == TTP_ENGINE_NAIVE,
+      .use_graph = !p->options.no_graph,
       .spec = p->spec,
       .merge = p->merge,
   };
+}
+
+/* TTP_ENGINE_AUTO: the first engine of the registry's preference that supports the model and
+   opens; why the ones before it did not goes into *fallback. A named engine: that one, or its
+   error. */
+static ttp_status open_engine(ttp_pipeline* p, char* fallback, size_t size) {
+  engine_config config = config_of(p);
+  fallback[0] = '\0';
+  if (p->options.engine != TTP_ENGINE_AUTO) {
+    const engine_entry* engine = engine_find(p->options.engine);
+    TRY(engine_open_stream(engine, p->model, &config, &p->stream, &p->err));
+    p->engine = engine;
+    return TTP_OK;
+  }
+  int n = 0;
+  for (int i = 0; engine_preference[i]; i++) {
+    const engine_entry* engine = engine_preference[i];
+    ttp_err why = {0};
+    if (engine_open_stream(engine, p->model, &config, &p->stream, &why) == TTP_OK) {
+      p->engine = engine;
+      return TTP_OK;
+    }
+    if (n >= 0 && (size_t)n < size)
+      n += snprintf(fallback + n, size - n, "%s%s could not open: %s", n ? "; " : "",
+                    engine->name, why.message);
+    if (!engine_preference[i + 1]) {
+      p->err = why;
+      return why.status;
+    }
+  }
+  return ERR(&p->err, TTP_ERR_INTERNAL, "the engine registry is empty");
+}
+
+static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
+  if (!options) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no options given");
+  TRY(take_options(p, options));
   TRY(io_load_mnistcudnn(p->options.model_dir, &p->model, &p->err));
   if (p->model->input.c != 1)
     return ERR(&p->err, TTP_ERR_MODEL, "%s: the model takes %d channels; ttapipe classifies grey "
                "images (1 channel)", p->options.model_dir, p->model->input.c);
   TRY(describe_model(p));
-  const engine_ops* engine = pick_engine(&p->options);
-  TRY(engine->open(p->model, &config, &p->engine_state, &p->err));
-  p->engine = engine;
-  snprintf(p->description, sizeof p->description, "%s; tta %d cop%s", engine->describe(p->engine_state),
-           p->spec.copies, p->spec.copies == 1 ? "y" : "ies");
+  char fallback[1024];
+  TRY(open_engine(p, fallback, sizeof fallback));
+  snprintf(p->description, sizeof p->description, "%s; tta %d cop%s%s%s%s",
+           p->stream.ops->describe(p->stream.impl), p->spec.copies,
+           p->spec.copies == 1 ? "y" : "ies", fallback[0] ? " (auto: " : "", fallback,
+           fallback[0] ? ")" : "");
   return TTP_OK;
 }
 
@@ -162,7 +191,7 @@ ttp_status ttp_open(const ttp_options* options, ttp_pipeline** out) {
 
 void ttp_close(ttp_pipeline* p) {
   if (!p) return;
-  if (p->engine) p->engine->close(p->engine_state);
+  stream_close(&p->stream);
   free(p->layers);
   free(p->details);
   free(p->index_labels);
@@ -203,7 +232,7 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
   if (count == 0) return TTP_OK;
   if (!images || !results)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify: images and results are required");
-  return p->engine->run(p->engine_state, images, count, results, probabilities, &p->err);
+  return stream_run(&p->stream, images, count, results, probabilities, &p->err);
 }
 
 /* ---- measuring ---------------------------------------------------------------------------- */
@@ -212,14 +241,14 @@ ttp_status ttp_set_profiling(ttp_pipeline* p, int on) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
   if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
-  p->engine->set_profiling(p->engine_state, on != 0);
+  stream_set_profiling(&p->stream, on);
   return TTP_OK;
 }
 
 ttp_status ttp_get_run_stats(const ttp_pipeline* p, ttp_run_stats* stats) {
   if (!p || !p->engine || !stats || stats->struct_size < sizeof *stats)
     return TTP_ERR_INVALID_ARGUMENT;
-  p->engine->get_stats(p->engine_state, stats);
+  *stats = p->stream.stats;
   stats->struct_size = sizeof *stats;
   return TTP_OK;
 }
@@ -228,8 +257,8 @@ ttp_status ttp_bench_device(ttp_pipeline* p, const uint8_t* images, size_t count
                             double* ms) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
-  if (!p->engine || !p->engine->bench_device || !images || !ms)
+  if (!p->engine || !p->stream.ops->bench_device || !images || !ms)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT,
                "ttp_bench_device needs an open GPU engine, images and a result array");
-  return p->engine->bench_device(p->engine_state, images, count, replays, ms, &p->err);
+  return p->stream.ops->bench_device(p->stream.impl, images, count, replays, ms, &p->err);
 }

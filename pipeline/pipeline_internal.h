@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "error.h"
 #include "model.h"
+#include "stream.h"
 #include "ttapipe.h"
 
 #include <unistd.h>
@@ -27,9 +28,9 @@ struct ttp_pipeline {
   ttp_layer_info* layers;
   char (*details)[64];      /* layers[i].detail */
   char (*index_labels)[12]; /* class names when the model has no labels.txt */
-  const engine_ops* engine;
-  void* engine_state;       /* NULL until the engine is open */
-  char description[1600];
+  const engine_entry* engine; /* NULL until the engine is open */
+  batch_stream stream;        /* the engine behind the streaming core */
+  char description[2400];
 };
 
 #endif

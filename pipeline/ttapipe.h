@@ -156,13 +156,15 @@ void ttp_tta_init(ttp_tta* t);
 typedef struct ttp_pipeline ttp_pipeline; /* opaque */
 
 typedef enum ttp_engine {
-  TTP_ENGINE_AUTO = 0, /* cudnn when this build has GPU support and a GPU is present, else cpu */
-  TTP_ENGINE_CPU = 1,  /* the plain C reference engine; runs everywhere */
+  TTP_ENGINE_AUTO = 0,  /* the best engine that supports the model and opens: cudnn where this
+                           build has GPU support and a GPU is usable, else cpu (the description
+                           says why a better one did not open) */
+  TTP_ENGINE_CPU = 1,   /* the plain C reference engine; runs everywhere */
   TTP_ENGINE_CUDNN = 2, /* cuDNN and cuBLAS on a GPU, each batch one CUDA Graph */
-  TTP_ENGINE_NAIVE = 3  /* for benchmarks only: the cudnn engine's layers driven the way NVIDIA's
-                           mnistCUDNN sample drives them, one image at a time, eager launches,
-                           a cudaMalloc and cudaFree per layer and a synchronisation after each */
-  /* Appended as engines arrive; values never change. */
+  TTP_ENGINE_RESERVED_3 = 3 /* was TTP_ENGINE_NAIVE: NVIDIA's sample's way of driving the
+                           layers is a benchmark now (tests/bench/naive.c); ttp_open refuses it,
+                           and the value is never reused */
+  /* Appended as engines arrive (4 and up); values never change. */
 } ttp_engine;
 
 typedef enum ttp_precision {
@@ -411,13 +413,25 @@ typedef struct ttp_bulk_stats {
 } ttp_bulk_stats;
 
 /* Classifies image files: a pool of `threads` threads (0: one per core) reads and decodes them
-   (ttp_load_image with options) while the engine classifies the batches already decoded; the
-   pool runs ahead of the engine by at most `slots` batches (ttp_options.slots), so memory stays
-   bounded and one slow file holds back nothing but its own batch's hand-over. A file that fails
+   (ttp_load_image with options) straight into the engine's input slots while the engine
+   classifies the batches already decoded; decoding and batches in flight share the `slots`
+   slots of the pipeline (ttp_options.slots; a slot holds max_batch images on a GPU, 256 on the
+   CPU), so memory stays bounded and one slow file holds back nothing but its own batch. A file that fails
    is reported to the callback with its error and the others go on. stats may be NULL.
    Returns TTP_OK (also when files failed: see stats->failed), TTP_ERR_INVALID_ARGUMENT, or an
    engine failure. */
 ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t count,
+                              const ttp_image_options* options, int threads,
+                              ttp_file_callback callback, void* user, ttp_bulk_stats* stats);
+
+/* ttp_classify_files over what ttp_list_files(paths, count, list_options) would list (NULL
+   list_options: the defaults), walking directories on a thread of its own while the files
+   already found are decoded and classified: the first results come before the walk ends. The
+   callback sees the files in the walk's order, index counting from 0, and stats->files is the
+   number the walk found. Returns as ttp_classify_files, and TTP_ERR_OUT_OF_MEMORY if the walk
+   could not go on (the files found before are reported). */
+ttp_status ttp_classify_paths(ttp_pipeline* p, const char* const* paths, size_t count,
+                              const ttp_list_options* list_options,
                               const ttp_image_options* options, int threads,
                               ttp_file_callback callback, void* user, ttp_bulk_stats* stats);
 
@@ -467,7 +481,7 @@ ttp_status ttp_get_run_stats(const ttp_pipeline* p, ttp_run_stats* stats);
 /* The GPU engine alone, inputs already on the GPU: copies count images (1..max_batch) to the
    device once, then replays their batch `replays` times (or launches it eagerly, as the
    pipeline does), timing each replay with CUDA events into ms[0..replays-1]. Nothing is copied
-   back. Returns TTP_ERR_INVALID_ARGUMENT for the CPU and naive engines. */
+   back. Returns TTP_ERR_INVALID_ARGUMENT for the CPU engine. */
 ttp_status ttp_bench_device(ttp_pipeline* p, const uint8_t* images, size_t count, int replays,
                             double* ms);
 

@@ -2,9 +2,10 @@
    copies and graph on/off, measured the same way every time.
 
    Each point opens a pipeline (max_batch = the batch), warms it up, then spends half its time
-   (or iterations) on latency, calls of one batch each, and half on throughput, calls of 16
-   batches each so that the ring of slots overlaps the copies with the compute (e2e mode), or
-   replays of one batch with the inputs already on the GPU (device mode). Profiling splits the
+   (or iterations) on latency, calls of one batch each, and half on throughput, calls of up to
+   16 batches each so that the streaming core overlaps the copies with the compute (e2e mode),
+   or replays of one batch with the inputs already on the GPU (device mode). The same for every
+   engine. Profiling splits the
    throughput phase's time per batch into copying in, the batch itself, copying out and the
    host's share. */
 #include <stdlib.h>
@@ -16,8 +17,8 @@
 static const cli_option bench_options[] = {
     {"model", "DIR", "model directory in the mnistCUDNN layout (required)"},
     {"images", "FILE", "an IDX image file to cycle through (default: random images)"},
-    {"engine", "LIST", "engines, comma-separated: cpu,cudnn,naive (default cudnn with a GPU, "
-                       "else cpu)"},
+    {"engine", "LIST", "engines, comma-separated: cpu,cudnn (default cudnn with a GPU, else "
+                       "cpu)"},
     {"precision", "LIST", "fp32,fp16 (default fp32; the CPU engine is fp32 only)"},
     {"batch", "LIST", "batch sizes (default 1,64,1024)"},
     {"tta", "LIST", "TTA copies per image (default 5)"},
@@ -83,8 +84,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   ttp_options o;
   ttp_options_init(&o);
   o.model_dir = b->model;
-  o.engine = strcmp(engine, "cpu") == 0 ? TTP_ENGINE_CPU
-             : strcmp(engine, "naive") == 0 ? TTP_ENGINE_NAIVE : TTP_ENGINE_CUDNN;
+  o.engine = strcmp(engine, "cpu") == 0 ? TTP_ENGINE_CPU : TTP_ENGINE_CUDNN;
   o.precision = strcmp(precision, "fp16") == 0 ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
   o.max_batch = batch;
   o.slots = b->slots;
@@ -99,9 +99,6 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
     ttp_close(p);
     return 1;
   }
-  int pipelined = o.engine == TTP_ENGINE_CUDNN;
-  size_t per_call = pipelined ? (size_t)batch * 16 : (size_t)batch;
-  if (per_call > b->pool_count) per_call = b->pool_count - b->pool_count % (size_t)batch;
   size_t cap = 1 << 16;
   double* lat = malloc(cap * sizeof *lat);
   size_t n = 0, done = 0, offset = 0;
@@ -111,13 +108,11 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   int rc = 0;
 
   if (b->device_mode) {
-    if (!pipelined) {
-      fprintf(stderr, "ttapipe bench: %s has no device mode: skipped\n", engine);
-      rc = 1;
-    } else {
+    {
       int replays = b->iterations > 0 ? (int)b->iterations : 50;
-      if (b->warmup > 0 && ttp_bench_device(p, b->pool, (size_t)batch, b->warmup, lat) != TTP_OK)
-        rc = 1;
+      if (ttp_bench_device(p, b->pool, (size_t)batch, b->warmup > 0 ? b->warmup : 1, lat) !=
+          TTP_OK)
+        rc = 1; /* an engine without a device: skipped */
       double start = cli_now();
       while (rc == 0 && n < cap && (b->iterations > 0 ? n < (size_t)replays
                                                       : cli_now() - start < b->seconds)) {
@@ -148,7 +143,14 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
       lat[n++] = 1e3 * (cli_now() - t);
       offset += (size_t)batch;
     }
-    /* throughput: many batches per call, profiled */
+    /* throughput: many batches per call, profiled. Up to 16, so that the streaming core
+       overlaps their copies and compute, as long as a call takes at most an eighth of the
+       phase (one batch of a slow engine may take seconds). */
+    double p50 = n ? quantile(lat, n, 0.5) : 0;
+    size_t batches = p50 > 0 ? (size_t)(1e3 * budget / 8 / p50) : 16;
+    batches = batches < 1 ? 1 : batches > 16 ? 16 : batches;
+    size_t per_call = (size_t)batch * batches;
+    if (per_call > b->pool_count) per_call = b->pool_count - b->pool_count % (size_t)batch;
     ttp_set_profiling(p, 1);
     double t0 = cli_now();
     size_t calls = 0;
@@ -227,9 +229,13 @@ static int run_bench(const cli_args* a) {
   int nt = split(cli_get(a, "tta") ? cli_get(a, "tta") : "5", c4, sizeof c4, copies_s, MAX_ITEMS);
   int ng = split(cli_get(a, "graph") ? cli_get(a, "graph") : "on", c5, sizeof c5, graphs, MAX_ITEMS);
   int batches[MAX_ITEMS], copies[MAX_ITEMS], largest = 1;
-  for (int i = 0; i < ne; i++)
-    if (strcmp(engines[i], "cpu") && strcmp(engines[i], "cudnn") && strcmp(engines[i], "naive"))
+  for (int i = 0; i < ne; i++) {
+    if (strcmp(engines[i], "naive") == 0)
+      return cli_usage_error(a->command, "--engine: the naive baseline is a benchmark program "
+                             "now: build/tests/bench_naive (tests/bench/naive.c)");
+    if (strcmp(engines[i], "cpu") && strcmp(engines[i], "cudnn"))
       return cli_usage_error(a->command, "--engine: unknown engine '%s'", engines[i]);
+  }
   for (int i = 0; i < np; i++)
     if (strcmp(precisions[i], "fp32") && strcmp(precisions[i], "fp16"))
       return cli_usage_error(a->command, "--precision: unknown precision '%s'", precisions[i]);
@@ -293,10 +299,10 @@ static int run_bench(const cli_args* a) {
   for (int e = 0; e < ne; e++)
     for (int pr = 0; pr < np; pr++)
       for (int g = 0; g < ng; g++) {
-        int cpu = strcmp(engines[e], "cpu") == 0, naive = strcmp(engines[e], "naive") == 0;
-        /* The CPU engine has one precision and no graphs; the naive one launches eagerly. */
-        if ((cpu && (pr > 0 || g > 0)) || (naive && g > 0)) continue;
-        const char* graph = cpu || naive ? "-" : graphs[g];
+        int cpu = strcmp(engines[e], "cpu") == 0;
+        /* The CPU engine has one precision and no graphs. */
+        if (cpu && (pr > 0 || g > 0)) continue;
+        const char* graph = cpu ? "-" : graphs[g];
         for (int bi = 0; bi < nb; bi++)
           for (int t = 0; t < nt; t++)
             if (measure(&b, engines[e], cpu ? "fp32" : precisions[pr], graph, batches[bi], copies[t],

@@ -48,25 +48,28 @@ static void on_file(void* user, size_t index, const char* path, const ttp_result
   double t = cli_now();
   if (pr->show && (t - pr->shown > 0.1 || pr->done == pr->total)) {
     double rate = pr->done / (t - pr->start + 1e-9);
-    fprintf(stderr, "\r%zu/%zu files, %.0f files/s, %zu failed, ETA %.0f s   ", pr->done,
-            pr->total, rate, pr->failed, (pr->total - pr->done) / (rate + 1e-9));
+    if (pr->total) /* a list: how far, and how long still */
+      fprintf(stderr, "\r%zu/%zu files, %.0f files/s, %zu failed, ETA %.0f s   ", pr->done,
+              pr->total, rate, pr->failed, (pr->total - pr->done) / (rate + 1e-9));
+    else /* a walk still going on: how far */
+      fprintf(stderr, "\r%zu files, %.0f files/s, %zu failed   ", pr->done, rate, pr->failed);
     pr->shown = t;
   }
 }
 
-/* The paths to classify: the arguments (directories walked) then --files-from. */
-static int gather(const cli_args* a, ttp_file_list* list) {
-  ttp_list_options lo;
-  ttp_list_options_init(&lo);
-  lo.hidden = cli_flag(a, "hidden");
-  if (cli_get(a, "ext")) lo.extensions = cli_get(a, "ext");
+/* The paths to classify: with --files-from, the arguments (directories walked) then the list,
+   into *list; without, the walk is left to ttp_classify_paths. */
+static int gather(const cli_args* a, ttp_list_options* lo, ttp_file_list* list) {
+  ttp_list_options_init(lo);
+  lo->hidden = cli_flag(a, "hidden");
+  if (cli_get(a, "ext")) lo->extensions = cli_get(a, "ext");
   const char* from = cli_get(a, "files-from");
   if (a->positional_count == 0 && !from)
     return cli_usage_error(a->command, "no image files or directories given");
   char error[TTP_ERROR_SIZE];
-  if (ttp_list_files((const char* const*)a->positional, (size_t)a->positional_count, &lo, list,
-                     error, sizeof error) != TTP_OK ||
-      (from && ttp_read_file_list(from, cli_flag(a, "null"), list, error, sizeof error) != TTP_OK))
+  if (from && (ttp_list_files((const char* const*)a->positional, (size_t)a->positional_count, lo,
+                              list, error, sizeof error) != TTP_OK ||
+               ttp_read_file_list(from, cli_flag(a, "null"), list, error, sizeof error) != TTP_OK))
     return cli_fail("%s", error);
   return CLI_EXIT_OK;
 }
@@ -114,7 +117,8 @@ static int run_classify(const cli_args* a) {
       (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = image_options(a, &io)))
     return rc;
   ttp_file_list list = {0};
-  if ((rc = gather(a, &list))) {
+  ttp_list_options lo;
+  if ((rc = gather(a, &lo, &list))) {
     ttp_file_list_free(&list);
     return rc;
   }
@@ -138,9 +142,13 @@ static int run_classify(const cli_args* a) {
   int quiet = cli_flag(a, "quiet");
   if (rc == CLI_EXIT_OK) {
     progress pr = {writer, list.count, 0, 0, isatty(2) && !quiet, 0, cli_now(), 0};
-    if (ttp_classify_files(p, (const char* const*)list.paths, list.count, &io, (int)threads,
-                           on_file, &pr, &stats) != TTP_OK)
-      rc = cli_fail("%s", ttp_last_error(p));
+    /* Directories alone: walked while their first files are classified. */
+    ttp_status s = cli_get(a, "files-from")
+        ? ttp_classify_files(p, (const char* const*)list.paths, list.count, &io, (int)threads,
+                             on_file, &pr, &stats)
+        : ttp_classify_paths(p, (const char* const*)a->positional, (size_t)a->positional_count,
+                             &lo, &io, (int)threads, on_file, &pr, &stats);
+    if (s != TTP_OK) rc = cli_fail("%s", ttp_last_error(p));
     if (pr.show) fprintf(stderr, "\n");
     if (ttp_writer_close(writer) != TTP_OK || pr.write_failed)
       rc = cli_fail("%s: writing the results failed", output ? output : "standard output");

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "../../augment/merge.h"
-#include "../clock.h"
 #include "../trace.h"
 #include "cpu_layers.h"
 
@@ -28,8 +27,6 @@ struct cpu_engine {
   int threads;
   cpu_worker* workers;
   char description[64];
-  int profiling;
-  ttp_run_stats stats;
 };
 
 /* ---- the forward table ------------------------------------------------------------------- */
@@ -205,15 +202,8 @@ static void cpu_run(cpu_engine* eng, const uint8_t* images, size_t count, ttp_re
 static ttp_status cpu_engine_run(void* state, const uint8_t* images, size_t count,
                                  ttp_result* results, float* merged, ttp_err* e) {
   (void)e; /* the CPU engine cannot fail once open */
-  cpu_engine* eng = state;
   TRACE_PUSH("cpu classify");
-  double start = clock_seconds();
-  cpu_run(eng, images, count, results, merged);
-  if (eng->profiling) {
-    eng->stats.batches++;
-    eng->stats.images += count;
-    eng->stats.compute_ms += 1e3 * (clock_seconds() - start);
-  }
+  cpu_run(state, images, count, results, merged);
   TRACE_POP();
   return TTP_OK;
 }
@@ -222,23 +212,31 @@ static const char* cpu_engine_describe(void* state) {
   return ((cpu_engine*)state)->description;
 }
 
-static void cpu_engine_set_profiling(void* state, int on) {
-  cpu_engine* eng = state;
-  eng->profiling = on;
-  if (on) eng->stats = (ttp_run_stats){.struct_size = sizeof(ttp_run_stats)};
-}
-
-static void cpu_engine_get_stats(void* state, ttp_run_stats* stats) {
-  *stats = ((cpu_engine*)state)->stats;
-}
-
-const engine_ops cpu_engine_ops = {
-    .name = "cpu",
+const host_engine_ops cpu_engine_ops = {
     .open = cpu_engine_open,
     .run = cpu_engine_run,
     .describe = cpu_engine_describe,
     .close = cpu_engine_close,
-    .set_profiling = cpu_engine_set_profiling,
-    .get_stats = cpu_engine_get_stats,
-    .bench_device = NULL,
 };
+
+/* ---- what it runs, and one layer alone ---------------------------------------------------- */
+
+int cpu_engine_supports(const model_layer* l, const engine_config* c, char* why, size_t n) {
+  (void)c;
+  if ((unsigned)l->op < MODEL_OP_COUNT && cpu_layer_table[l->op]) return 1;
+  snprintf(why, n, "no CPU code for layer kind %d", (int)l->op);
+  return 0;
+}
+
+ttp_status cpu_engine_run_layer(const model_layer* l, int n, const engine_config* c, int use_graph,
+                                const float* in, float* out, size_t guard, ttp_err* e) {
+  (void)c, (void)use_graph;
+  size_t plane = (size_t)l->out.h * l->out.w;
+  cpu_worker w = {.acc = malloc((plane ? plane : 1) * sizeof(double))};
+  if (!w.acc) return ERR_NOMEM(e, plane * sizeof(double));
+  size_t rows_in = model_shape_size(l->in), rows_out = model_shape_size(l->out);
+  for (int r = 0; r < n; r++)
+    cpu_layer_table[l->op](l, in + (size_t)r * rows_in, out + guard + (size_t)r * rows_out, &w);
+  free(w.acc);
+  return TTP_OK;
+}

@@ -15,7 +15,14 @@
 
 typedef struct cpu_engine cpu_engine;
 
-/* Opened and run through cpu_engine_ops (engine.h). threads: 1..CPU_MAX_THREADS. */
+/* Opened and run through cpu_engine_ops (engine.h), from the registry. threads:
+   1..CPU_MAX_THREADS. */
 enum { CPU_MAX_THREADS = 256 };
+
+extern const host_engine_ops cpu_engine_ops;
+/* engine_entry.supports and .run_layer (engine.h). */
+int cpu_engine_supports(const model_layer* l, const engine_config* c, char* why, size_t n);
+ttp_status cpu_engine_run_layer(const model_layer* l, int n, const engine_config* c, int use_graph,
+                                const float* in, float* out, size_t guard, ttp_err* e);
 
 #endif

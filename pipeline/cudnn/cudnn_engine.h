@@ -1,16 +1,15 @@
 /* The cudnn engine's internals, shared by its two files: cudnn_layers.c (each model layer on
-   cuDNN or cuBLASLt: plan, enqueue) and cudnn_engine.c (the engine: buffers, buckets, graphs,
-   the ring of slots and the run loop). Callers use cudnn_engine_ops (engine.h). */
+   cuDNN or cuBLASLt: plan, enqueue) and cudnn_engine.c (the network the GPU runner drives:
+   augmentation, the layers, the merge). The registry uses cudnn_network, cudnn_supports and
+   cudnn_run_layer; tests/bench/naive.c drives cudnn_net's layers itself. */
 #ifndef TTP_CUDNN_ENGINE_H
 #define TTP_CUDNN_ENGINE_H
 
 #include <cublasLt.h>
 #include <cudnn.h>
 
-#include "../../graph/graph.h"
+#include "../../graph/runner.h"
 #include "../engine.h"
-
-enum { GPU_MAX_BUCKETS = 8, GPU_MAX_SLOTS = 16, GPU_CANONICAL_IMAGES = 1024 };
 
 /* One model layer on the GPU. Tensor descriptors and matrix layouts exist per bucket, because
    the number of rows n differs; the algorithm is one for all buckets. */
@@ -52,6 +51,24 @@ typedef struct gpu_context {
   size_t gemm_workspace_size;
 } gpu_context;
 
+/* The network: what cudnn_network's plan builds. */
+typedef struct cudnn_net {
+  const model* m;
+  engine_config cfg;
+  gpu_buckets buckets;
+  gpu_context ctx;
+  gpu_layer* layers;
+  void* act[2];  /* ping-pong activations, each rows of the largest bucket x largest tensor */
+  float* probs;  /* fp16 only: the softmax output widened for the merge */
+  char details[1400];
+} cudnn_net;
+
+extern const gpu_network_ops cudnn_network;
+/* engine_entry.supports and .run_layer (pipeline/engine.h). */
+int cudnn_supports(const model_layer* l, const engine_config* c, char* why, size_t n);
+ttp_status cudnn_run_layer(const model_layer* l, int n, const engine_config* c, int use_graph,
+                           const float* in, float* out, size_t guard, ttp_err* e);
+
 /* Plans layer L (descriptors for every bucket, the algorithm, device weights) and raises
    ctx->conv_workspace_size to what it needs. The workspaces are allocated after every layer is
    planned. */
@@ -60,5 +77,8 @@ ttp_status gpu_layer_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e);
 ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
                              void* out, ttp_err* e);
 void gpu_layer_destroy(gpu_layer* L);
+
+/* count host floats into dev, in the context's element type, on its stream; synchronises. */
+ttp_status gpu_upload(gpu_context* ctx, const float* host, size_t count, void* dev, ttp_err* e);
 
 #endif

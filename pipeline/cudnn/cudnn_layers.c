@@ -40,14 +40,13 @@ static ttp_status plan_tensors(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   return TTP_OK;
 }
 
-/* The layer's weights and bias on the device, in the engine's element type. Every copy goes on
-   the engine's stream: a cudaMemcpy from pageable memory may return before its data lands, and
-   the legacy default stream does not order the engine's non-blocking stream. */
-static ttp_status upload(gpu_context* ctx, const float* host, size_t count, void** out,
-                         ttp_err* e) {
-  CUDA_TRY(e, cudaMalloc(out, count * ctx->elem));
+/* Host floats into a device buffer of count elements of the context's type (fp16: converted on
+   the device). Every copy goes on the context's stream: a cudaMemcpy from pageable memory may
+   return before its data lands, and the legacy default stream does not order the engine's
+   non-blocking stream. Returns when the data is there. */
+ttp_status gpu_upload(gpu_context* ctx, const float* host, size_t count, void* dev, ttp_err* e) {
   if (!ctx->half) {
-    CUDA_TRY(e, cudaMemcpyAsync(*out, host, count * sizeof(float), cudaMemcpyHostToDevice,
+    CUDA_TRY(e, cudaMemcpyAsync(dev, host, count * sizeof(float), cudaMemcpyHostToDevice,
                                 ctx->stream));
     CUDA_TRY(e, cudaStreamSynchronize(ctx->stream));
     return TTP_OK;
@@ -59,11 +58,18 @@ static ttp_status upload(gpu_context* ctx, const float* host, size_t count, void
                                     ctx->stream);
   if (err != cudaSuccess)
     s = ERR(e, TTP_ERR_CUDA, "cudaMemcpyAsync: %s", cudaGetErrorString(err));
-  if (s == TTP_OK) s = gpu_to_half(staging, *out, count, ctx->stream, e);
+  if (s == TTP_OK) s = gpu_to_half(staging, dev, count, ctx->stream, e);
   if (s == TTP_OK && (err = cudaStreamSynchronize(ctx->stream)) != cudaSuccess)
     s = ERR(e, TTP_ERR_CUDA, "cudaStreamSynchronize: %s", cudaGetErrorString(err));
   cudaFree(staging);
   return s;
+}
+
+/* The layer's weights and bias on the device, in the engine's element type. */
+static ttp_status upload(gpu_context* ctx, const float* host, size_t count, void** out,
+                         ttp_err* e) {
+  CUDA_TRY(e, cudaMalloc(out, count * ctx->elem));
+  return gpu_upload(ctx, host, count, *out, e);
 }
 
 static ttp_status upload_weights(gpu_context* ctx, gpu_layer* L, ttp_err* e) {

@@ -74,11 +74,6 @@ static const struct {
 } variants[] = {{"stb", decode_stb}, {"libjpeg", decode_libjpeg}};
 enum { VARIANTS = sizeof variants / sizeof variants[0] };
 
-static int by_value(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char** argv) {
   int validate = 0;
   double seconds = 0.5;
@@ -137,8 +132,8 @@ int main(int argc, char** argv) {
         for (int k = 0; k < reps; k++) free(variants[v].decode(in).px);
         per_file[s] = (clock_seconds() - t0) / reps;
       }
-      qsort(per_file, SAMPLES, sizeof per_file[0], by_value);
-      printf(" %10.2f us %10.2f us", per_file[SAMPLES / 2] * 1e6, per_file[0] * 1e6);
+      double p50 = test_quantile(per_file, SAMPLES, 0.5);
+      printf(" %10.2f us %10.2f us", p50 * 1e6, per_file[0] * 1e6);
     }
     printf("  %d, %.3f\n", most, sum / n);
     free(in->jpeg);

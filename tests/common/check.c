@@ -27,6 +27,17 @@ void test_fill_uniform(test_rng* r, float* x, size_t n, double lo, double hi) {
   for (size_t i = 0; i < n; i++) x[i] = (float)test_uniform(r, lo, hi);
 }
 
+static int by_value(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+double test_quantile(double* v, size_t n, double q) {
+  qsort(v, n, sizeof *v, by_value);
+  size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+  return v[i < n ? i : n - 1];
+}
+
 void test_poison(float* x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = NAN;
 }

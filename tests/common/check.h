@@ -52,6 +52,9 @@ void test_poison(float* x, size_t n); /* NaN everywhere */
 size_t test_compare(const char* what, const float* got, const double* want, size_t n,
                     double atol, double rtol);
 
+/* The q-quantile (0..1) of v's n values (sorts v); the median is q = 0.5. */
+double test_quantile(double* v, size_t n, double q);
+
 /* A fresh directory under $TMPDIR (or /tmp), removed with everything in it by
    test_remove_tree. */
 char* test_make_dir(void);

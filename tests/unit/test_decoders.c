@@ -8,7 +8,9 @@
      source, bytes after the end ignored, a cut file and a file of more than 500 scans refused;
    - PNG (io/png.c before stb_image): image data that inflates past its header, a chunk longer
      than the file and an IHDR of a colour type and bit depth that do not go together refused,
-     bytes after IEND ignored. */
+     bytes after IEND ignored;
+   - preprocessing's shortcut for a grey image already of the model's size gives the bytes of
+     the general path. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include <zlib.h>
 
 #include "io/image.h"
+#include "io/preprocess.h"
 #include "tests/common/check.h"
 #include "tests/common/fixtures.h"
 
@@ -310,8 +313,37 @@ static void test_png(test_rng* rng) {
   expect_refused(file, size, "empty.png", "corrupt image (PNG");
 }
 
+/* ---- preprocessing: the grey image that is already the right size ----------------------------- */
+
+/* io_preprocess's shortcut for a grey image of the model's size against its general path: the
+   same image with an opaque alpha channel goes the general way and must give the same bytes. */
+static void test_exact_size(test_rng* rng) {
+  enum { R = 28, C = 28 };
+  /* Borders on either side of the "light" threshold (a mean of 0.5: 127.5 of 255). */
+  static const int border[4] = {100, 127, 128, 160};
+  for (int t = 0; t < 12; t++) {
+    uint8_t grey[R * C], ga[R * C * 2], fast[R * C], general[R * C];
+    for (int i = 0; i < R * C; i++) {
+      int y = i / C, x = i % C;
+      int v = y == 0 || y == R - 1 || x == 0 || x == C - 1 ? border[t % 4] : test_int(rng, 0, 255);
+      grey[i] = (uint8_t)v, ga[2 * i] = (uint8_t)v, ga[2 * i + 1] = 255;
+    }
+    ttp_image_options o;
+    ttp_image_options_init(&o);
+    o.invert = (ttp_invert)(t % 3);
+    io_raster a = {C, R, 1, grey}, b = {C, R, 2, ga};
+    ttp_err e = {0};
+    memset(fast, 0x5a, sizeof fast), memset(general, 0xa5, sizeof general);
+    CHECK(io_preprocess(&a, &o, R, C, fast, &e) == TTP_OK &&
+              io_preprocess(&b, &o, R, C, general, &e) == TTP_OK, "%s", e.message);
+    CHECK(memcmp(fast, general, sizeof fast) == 0, "case %d (invert %d): the shortcut differs", t,
+          (int)o.invert);
+  }
+}
+
 int main(void) {
   test_rng rng = {1234};
+  test_exact_size(&rng);
   test_bmp(&rng);
   test_jpeg(&rng);
   test_png(&rng);

@@ -1,0 +1,333 @@
+/* The GPU runner: see runner.h. Plan (gpu_runner_open), where every allocation and
+   synchronisation happens: device, compute stream, buckets, the network's own plan, K slots,
+   then graph.c warms every bucket up eagerly and captures one graph per (slot, bucket). Submit
+   and collect (stream.h) launch and wait only.
+
+   Memory per slot: max_batch x (pixels + record) bytes pinned, as much on the device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../augment/merge_kernel.h"
+#include "../pipeline/clock.h"
+#include "../pipeline/cuda_check.h"
+#include "../pipeline/trace.h"
+#include "graph.h"
+#include "runner.h"
+
+typedef struct gpu_slot {
+  uint8_t* host_in;        /* pinned: max_batch images */
+  unsigned char* host_out; /* pinned: max_batch records */
+  uint8_t* dev_in;
+  void* dev_out;
+  cudaStream_t copy;       /* this slot's copies in and out */
+  cudaEvent_t in_ready, computed, done;
+  /* Profiling only (recorded when the batch is submitted with stats): before the copy in, after
+     it, when the batch starts and ends on the compute stream, after the copy out. */
+  cudaEvent_t t_start, t_in, t_begin, t_end, t_out;
+  int timed;
+} gpu_slot;
+
+typedef struct gpu_runner {
+  const gpu_network_ops* net_ops;
+  void* net;
+  const model* m;
+  engine_config cfg;
+  cudaStream_t stream; /* the compute stream */
+  gpu_buckets buckets;
+  size_t pixels, record;
+  gpu_slot slots[GPU_MAX_SLOTS];
+  graph_set graphs;
+  int opened; /* the device guard has a device to return to */
+  char description[1600];
+} gpu_runner;
+
+/* ---- the device the caller had ------------------------------------------------------------ */
+
+static ttp_status enter_device(int device, int* previous, ttp_err* e) {
+  CUDA_TRY(e, cudaGetDevice(previous));
+  if (*previous != device) CUDA_TRY(e, cudaSetDevice(device));
+  return TTP_OK;
+}
+
+static void leave_device(int device, int previous) {
+  if (previous != device) cudaSetDevice(previous);
+}
+
+/* ---- a batch: the network's enqueue on a slot's buffers --------------------------------------- */
+
+static ttp_status enqueue_slot(void* ctx, int slot, int bucket, cudaStream_t stream, ttp_err* e) {
+  gpu_runner* r = ctx;
+  return r->net_ops->enqueue(r->net, bucket, r->slots[slot].dev_in, r->slots[slot].dev_out,
+                             stream, e);
+}
+
+static int bucket_of(const gpu_runner* r, size_t count) {
+  int b = 0;
+  while (r->buckets.images[b] < (int)count) b++;
+  return b;
+}
+
+/* ---- the streaming core's operations --------------------------------------------------------- */
+
+static uint8_t* runner_input(void* impl, int s) { return ((gpu_runner*)impl)->slots[s].host_in; }
+
+static ttp_status submit_on_device(gpu_runner* r, int s, size_t count, int timed, ttp_err* e) {
+  gpu_slot* slot = &r->slots[s];
+  int bucket = bucket_of(r, count);
+  TRACE_PUSH("launch batch");
+  /* Each timing event goes just before the event that is waited on, so that waiting for the
+     latter means the former is complete too. */
+  slot->timed = timed;
+  if (timed) CUDA_TRY(e, cudaEventRecord(slot->t_start, slot->copy));
+  CUDA_TRY(e, cudaMemcpyAsync(slot->dev_in, slot->host_in, count * r->pixels,
+                              cudaMemcpyHostToDevice, slot->copy));
+  if (timed) CUDA_TRY(e, cudaEventRecord(slot->t_in, slot->copy));
+  CUDA_TRY(e, cudaEventRecord(slot->in_ready, slot->copy));
+  CUDA_TRY(e, cudaStreamWaitEvent(r->stream, slot->in_ready, 0));
+  if (timed) CUDA_TRY(e, cudaEventRecord(slot->t_begin, r->stream));
+  TRY(graph_set_launch(&r->graphs, s, bucket, enqueue_slot, r, r->stream, e));
+  if (timed) CUDA_TRY(e, cudaEventRecord(slot->t_end, r->stream));
+  CUDA_TRY(e, cudaEventRecord(slot->computed, r->stream));
+  CUDA_TRY(e, cudaStreamWaitEvent(slot->copy, slot->computed, 0));
+  CUDA_TRY(e, cudaMemcpyAsync(slot->host_out, slot->dev_out, count * r->record,
+                              cudaMemcpyDeviceToHost, slot->copy));
+  if (timed) CUDA_TRY(e, cudaEventRecord(slot->t_out, slot->copy));
+  CUDA_TRY(e, cudaEventRecord(slot->done, slot->copy));
+  TRACE_POP();
+  return TTP_OK;
+}
+
+static ttp_status runner_submit(void* impl, int s, size_t count, ttp_run_stats* stats,
+                                ttp_err* e) {
+  gpu_runner* r = impl;
+  int previous;
+  TRY(enter_device(r->cfg.device, &previous, e));
+  ttp_status st = submit_on_device(r, s, count, stats != NULL, e);
+  leave_device(r->cfg.device, previous);
+  return st;
+}
+
+static ttp_status collect_on_device(gpu_runner* r, gpu_slot* slot, size_t count,
+                                    ttp_result* results, float* merged, ttp_run_stats* stats,
+                                    double* waited, ttp_err* e) {
+  TRACE_PUSH("wait for slot");
+  double start = clock_seconds();
+  cudaError_t err = cudaEventSynchronize(slot->done);
+  *waited += clock_seconds() - start;
+  TRACE_POP();
+  if (err != cudaSuccess)
+    return ERR(e, TTP_ERR_CUDA, "cudaEventSynchronize: %s", cudaGetErrorString(err));
+  if (slot->timed && stats) {
+    float h2d = 0, compute = 0, d2h = 0;
+    CUDA_TRY(e, cudaEventElapsedTime(&h2d, slot->t_start, slot->t_in));
+    CUDA_TRY(e, cudaEventElapsedTime(&compute, slot->t_begin, slot->t_end));
+    CUDA_TRY(e, cudaEventElapsedTime(&d2h, slot->t_end, slot->t_out));
+    stats->h2d_ms += h2d, stats->compute_ms += compute, stats->d2h_ms += d2h;
+    stats->batches++, stats->images += count;
+  }
+  slot->timed = 0;
+  TRACE_PUSH("hand out results");
+  size_t classes = (size_t)r->m->classes;
+  for (size_t i = 0; i < count; i++) {
+    const unsigned char* record = slot->host_out + i * r->record;
+    memcpy(&results[i], record, sizeof(ttp_result));
+    if (merged)
+      memcpy(merged + i * classes, record + sizeof(ttp_result), classes * sizeof(float));
+  }
+  TRACE_POP();
+  return TTP_OK;
+}
+
+static ttp_status runner_collect(void* impl, int s, size_t count, ttp_result* results,
+                                 float* merged, ttp_run_stats* stats, double* waited, ttp_err* e) {
+  gpu_runner* r = impl;
+  int previous;
+  TRY(enter_device(r->cfg.device, &previous, e));
+  ttp_status st = collect_on_device(r, &r->slots[s], count, results, merged, stats, waited, e);
+  leave_device(r->cfg.device, previous);
+  return st;
+}
+
+static int runner_ready(void* impl, int s) {
+  gpu_runner* r = impl;
+  /* An event belongs to its device's context, not the current one: no device switch needed. */
+  return cudaEventQuery(r->slots[s].done) == cudaSuccess;
+}
+
+static void runner_abandon(void* impl, int s) {
+  gpu_runner* r = impl;
+  int previous;
+  if (cudaGetDevice(&previous) != cudaSuccess) return;
+  if (previous != r->cfg.device) cudaSetDevice(r->cfg.device);
+  cudaEventSynchronize(r->slots[s].done);
+  r->slots[s].timed = 0;
+  leave_device(r->cfg.device, previous);
+}
+
+/* ---- device mode --------------------------------------------------------------------------- */
+
+static ttp_status bench_on_device(gpu_runner* r, const uint8_t* images, size_t count, int replays,
+                                  double* ms, ttp_err* e) {
+  gpu_slot* slot = &r->slots[0];
+  int bucket = bucket_of(r, count);
+  CUDA_TRY(e, cudaMemcpy(slot->dev_in, images, count * r->pixels, cudaMemcpyHostToDevice));
+  for (int k = 0; k < replays; k++) {
+    float t = 0;
+    CUDA_TRY(e, cudaEventRecord(slot->t_begin, r->stream));
+    TRY(graph_set_launch(&r->graphs, 0, bucket, enqueue_slot, r, r->stream, e));
+    CUDA_TRY(e, cudaEventRecord(slot->t_end, r->stream));
+    CUDA_TRY(e, cudaEventSynchronize(slot->t_end));
+    CUDA_TRY(e, cudaEventElapsedTime(&t, slot->t_begin, slot->t_end));
+    ms[k] = t;
+  }
+  return TTP_OK;
+}
+
+static ttp_status runner_bench_device(void* impl, const uint8_t* images, size_t count,
+                                      int replays, double* ms, ttp_err* e) {
+  gpu_runner* r = impl;
+  if (count < 1 || count > (size_t)r->cfg.max_batch || replays < 1)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "ttp_bench_device: 1..%d images, at least one replay",
+               r->cfg.max_batch);
+  int previous;
+  TRY(enter_device(r->cfg.device, &previous, e));
+  ttp_status st = bench_on_device(r, images, count, replays, ms, e);
+  leave_device(r->cfg.device, previous);
+  return st;
+}
+
+static const char* runner_describe(void* impl) { return ((gpu_runner*)impl)->description; }
+
+static void runner_close(void* impl) {
+  gpu_runner* r = impl;
+  if (!r) return;
+  int previous = r->cfg.device;
+  if (r->opened && cudaGetDevice(&previous) == cudaSuccess && previous != r->cfg.device)
+    cudaSetDevice(r->cfg.device);
+  if (r->stream) cudaStreamSynchronize(r->stream);
+  for (int s = 0; s < GPU_MAX_SLOTS; s++) {
+    gpu_slot* slot = &r->slots[s];
+    if (slot->copy) cudaStreamSynchronize(slot->copy);
+    if (slot->copy) cudaStreamDestroy(slot->copy);
+    cudaEvent_t events[8] = {slot->in_ready, slot->computed, slot->done, slot->t_start,
+                             slot->t_in,     slot->t_begin,  slot->t_end, slot->t_out};
+    for (int k = 0; k < 8; k++)
+      if (events[k]) cudaEventDestroy(events[k]);
+    cudaFreeHost(slot->host_in);
+    cudaFreeHost(slot->host_out);
+    cudaFree(slot->dev_in);
+    cudaFree(slot->dev_out);
+  }
+  graph_set_destroy(&r->graphs);
+  if (r->net_ops) r->net_ops->destroy(r->net);
+  if (r->stream) cudaStreamDestroy(r->stream);
+  if (r->opened) leave_device(r->cfg.device, previous);
+  free(r);
+}
+
+static const stream_impl runner_ops = {
+    .input = runner_input,
+    .submit = runner_submit,
+    .collect = runner_collect,
+    .ready = runner_ready,
+    .abandon = runner_abandon,
+    .bench_device = runner_bench_device,
+    .describe = runner_describe,
+    .close = runner_close,
+};
+
+/* ---- plan ----------------------------------------------------------------------------------- */
+
+static void choose_buckets(gpu_runner* r) {
+  static const int steps[] = {1, 8, 64, 512, 4096, 32768};
+  int n = 0;
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++)
+    if (steps[i] < r->cfg.max_batch) r->buckets.images[n++] = steps[i];
+  r->buckets.images[n++] = r->cfg.max_batch;
+  r->buckets.count = n;
+}
+
+static ttp_status plan_slots(gpu_runner* r, ttp_err* e) {
+  size_t in = (size_t)r->cfg.max_batch * r->pixels, out = (size_t)r->cfg.max_batch * r->record;
+  for (int s = 0; s < r->cfg.slots; s++) {
+    gpu_slot* slot = &r->slots[s];
+    CUDA_TRY(e, cudaMallocHost((void**)&slot->host_in, in));
+    CUDA_TRY(e, cudaMallocHost((void**)&slot->host_out, out));
+    CUDA_TRY(e, cudaMalloc((void**)&slot->dev_in, in));
+    CUDA_TRY(e, cudaMalloc(&slot->dev_out, out));
+    /* Padding rows read whatever a slot last held: start from zeros, so it is always defined.
+       On the compute stream, which the warm-up that reads it follows. */
+    memset(slot->host_in, 0, in);
+    CUDA_TRY(e, cudaMemsetAsync(slot->dev_in, 0, in, r->stream));
+    CUDA_TRY(e, cudaStreamCreateWithFlags(&slot->copy, cudaStreamNonBlocking));
+    cudaEvent_t* fences[3] = {&slot->in_ready, &slot->computed, &slot->done};
+    for (int k = 0; k < 3; k++) CUDA_TRY(e, cudaEventCreateWithFlags(fences[k], cudaEventDisableTiming));
+    cudaEvent_t* timing[5] = {&slot->t_start, &slot->t_in, &slot->t_begin, &slot->t_end,
+                              &slot->t_out};
+    for (int k = 0; k < 5; k++) CUDA_TRY(e, cudaEventCreate(timing[k]));
+  }
+  return TTP_OK;
+}
+
+static void describe(gpu_runner* r, const char* device_name) {
+  int n = snprintf(r->description, sizeof r->description, "%s on GPU %d (%s), %s, batch buckets",
+                   r->net_ops->name, r->cfg.device, device_name, r->net_ops->precision(r->net));
+  for (int b = 0; b < r->buckets.count && n > 0 && (size_t)n < sizeof r->description; b++)
+    n += snprintf(r->description + n, sizeof r->description - n, "%c%d", b ? '/' : ' ',
+                  r->buckets.images[b]);
+  const char* details = r->net_ops->details(r->net);
+  if (n > 0 && (size_t)n < sizeof r->description)
+    snprintf(r->description + n, sizeof r->description - n, ", %d slots, %s%s%s", r->cfg.slots,
+             r->graphs.replaying ? "CUDA Graphs replayed" : r->graphs.reason,
+             details[0] ? "; " : "", details);
+}
+
+static ttp_status open_on_device(gpu_runner* r, ttp_err* e) {
+  struct cudaDeviceProp prop;
+  CUDA_TRY(e, cudaGetDeviceProperties(&prop, r->cfg.device));
+  CUDA_TRY(e, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
+  choose_buckets(r);
+  TRY(r->net_ops->plan(r->m, &r->cfg, &r->buckets, r->stream, &r->net, e));
+  TRY(plan_slots(r, e));
+  TRY(graph_set_build(&r->graphs, r->cfg.slots, r->buckets.count, r->cfg.use_graph, enqueue_slot,
+                      r, r->stream, e));
+  describe(r, prop.name);
+  return TTP_OK;
+}
+
+ttp_status gpu_runner_open(const gpu_network_ops* net, const model* m, const engine_config* c,
+                           batch_stream* s, ttp_err* e) {
+  if (c->slots < 1 || c->slots > GPU_MAX_SLOTS)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "slots must be at most %d", GPU_MAX_SLOTS);
+  int devices = ttp_gpu_count();
+  if (devices == 0)
+    return ERR(e, TTP_ERR_NO_GPU, "engine %s needs a GPU: no CUDA device found", net->name);
+  if (c->device >= devices)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "device %d: this machine has %d CUDA device%s",
+               c->device, devices, devices == 1 ? "" : "s");
+  gpu_runner* r = calloc(1, sizeof *r);
+  if (!r) return ERR_NOMEM(e, sizeof *r);
+  r->net_ops = net;
+  r->m = m;
+  r->cfg = *c;
+  r->pixels = model_shape_size(m->input);
+  r->record = aug_merge_record_size(m->classes);
+  int previous;
+  ttp_status st = enter_device(c->device, &previous, e);
+  if (st == TTP_OK) {
+    r->opened = 1;
+    TRACE_PUSH("plan");
+    st = open_on_device(r, e);
+    TRACE_POP();
+    leave_device(c->device, previous);
+  }
+  if (st != TTP_OK) {
+    runner_close(r);
+    return st;
+  }
+  *s = (batch_stream){.ops = &runner_ops, .impl = r, .depth = c->slots,
+                      .capacity = (size_t)c->max_batch, .pixels = r->pixels,
+                      .classes = m->classes};
+  return TTP_OK;
+}

@@ -1,0 +1,65 @@
+/* The engine registry: every engine ttapipe has, what each supports, and the order in which
+   TTP_ENGINE_AUTO tries them. A new engine is one entry here (and a value appended to
+   ttp_engine in ttapipe.h). */
+#include <stdio.h>
+
+#include "cpu/cpu_engine.h"
+#include "engine.h"
+
+#if TTAPIPE_HAVE_CUDA
+#include "../graph/runner.h"
+#include "cudnn/cudnn_engine.h"
+#endif
+
+static const engine_entry cpu_entry = {
+    .id = TTP_ENGINE_CPU,
+    .name = "cpu",
+    .supports = cpu_engine_supports,
+    .host = &cpu_engine_ops,
+    .run_layer = cpu_engine_run_layer,
+};
+
+#if TTAPIPE_HAVE_CUDA
+static const engine_entry cudnn_entry = {
+    .id = TTP_ENGINE_CUDNN,
+    .name = "cudnn",
+    .supports = cudnn_supports,
+    .network = &cudnn_network,
+    .run_layer = cudnn_run_layer,
+};
+#else
+static const engine_entry cudnn_entry = {.id = TTP_ENGINE_CUDNN, .name = "cudnn"};
+#endif
+
+/* Values ttapipe.h reserves and never reuses: 3 was the naive baseline, now a benchmark
+   (tests/bench/naive.c). */
+static const engine_entry* const registry[] = {&cpu_entry, &cudnn_entry};
+
+const engine_entry* const engine_preference[] = {&cudnn_entry, &cpu_entry, NULL};
+
+const engine_entry* engine_find(ttp_engine id) {
+  for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
+    if (registry[i]->id == id) return registry[i];
+  return NULL;
+}
+
+ttp_status engine_check_model(const engine_entry* engine, const model* m, const engine_config* c,
+                              ttp_err* e) {
+  if (!engine->supports)
+    return ERR(e, TTP_ERR_NO_GPU, "engine %s: this ttapipe was built without GPU support "
+               "(TTAPIPE_CUDA=OFF)", engine->name);
+  for (int i = 0; i < m->layer_count; i++) {
+    char why[160] = "";
+    if (!engine->supports(&m->layers[i], c, why, sizeof why))
+      return ERR(e, TTP_ERR_MODEL, "engine %s cannot run layer %s (%s): %s", engine->name,
+                 m->layers[i].name, model_op_name(m->layers[i].op), why);
+  }
+  return TTP_OK;
+}
+
+ttp_status engine_open_stream(const engine_entry* engine, const model* m, const engine_config* c,
+                              batch_stream* s, ttp_err* e) {
+  TRY(engine_check_model(engine, m, c, e));
+  if (engine->host) return host_stream_open(engine->host, m, c, s, e);
+  return gpu_runner_open(engine->network, m, c, s, e);
+}
