@@ -22,7 +22,7 @@ void ttp_image_options_init(ttp_image_options* o) {
 
 void io_raster_free(io_raster* r) {
   if (!r) return;
-  free(r->data); /* every decoder allocates with malloc (stb's free is free()) */
+  free(r->data); /* every decoder allocates with malloc */
   *r = (io_raster){0};
 }
 

@@ -1,7 +1,8 @@
-/* Image files to the model's input: decoding (PNG through Debian's stb_image, JPEG through
-   Debian's libjpeg-turbo, BMP and binary PNM through ttapipe's own readers) into a raster of
-   bytes, then preprocess.h turns the raster into the model's rows x cols grey bytes. Files are hostile: the whole file is read with a size cap,
-   dimensions are checked before decoding, and every failure is one line naming the file. */
+/* Image files to the model's input: decoding (JPEG through Debian's libjpeg-turbo; PNG, BMP
+   and binary PNM through ttapipe's own readers, PNG with zlib) into a raster of bytes, then
+   preprocess.h turns the raster into the model's rows x cols grey bytes. Files are hostile: the
+   whole file is read with a size cap, dimensions are checked before decoding, and every failure
+   is one line naming the file. */
 #ifndef TTP_IO_IMAGE_H
 #define TTP_IO_IMAGE_H
 
@@ -37,9 +38,8 @@ ttp_status io_load_image_bytes(const uint8_t* bytes, size_t size, const char* pa
 ttp_status io_load_image(const char* path, const ttp_image_options* options, int rows, int cols,
                          uint8_t* pixels, double seconds[3], ttp_err* e);
 
-/* The decoders io_decode dispatches to, each given a file of its format: PNG (png.c, through
-   Debian's stb_image), JPEG (jpeg.c, Debian's libjpeg-turbo), BMP (bmp.c) and binary PNM
-   (pnm.c), ttapipe's own. Each refuses images wider than max_w or taller than max_h from the
+/* The decoders io_decode dispatches to, each given a file of its format: JPEG (jpeg.c, Debian's
+   libjpeg-turbo); PNG (png.c), BMP (bmp.c) and binary PNM (pnm.c), ttapipe's own. Each refuses images wider than max_w or taller than max_h from the
    header, before decoding, and names path in every message. */
 ttp_status io_png_decode(const uint8_t* bytes, size_t size, const char* path, int max_w, int max_h,
                          io_raster* out, ttp_err* e);
@@ -55,10 +55,5 @@ ttp_status io_pnm_decode(const uint8_t* bytes, size_t size, const char* path, in
    max_w x max_h is refused as larger than allowed. format names the format in the message. */
 ttp_status io_check_size(const char* path, const char* format, uint64_t w, uint64_t h,
                          int channels, int max_w, int max_h, ttp_err* e);
-
-/* stb_image's PNG decoder (stb_png.c), for png.c once it has checked the file: the image must
-   come out w x h. */
-ttp_status io_stb_png(const uint8_t* bytes, size_t size, const char* path, int w, int h,
-                      io_raster* out, ttp_err* e);
 
 #endif

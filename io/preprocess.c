@@ -2,6 +2,7 @@
 #include "preprocess.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 ttp_status io_to_grey(const io_raster* r, io_grey* out, ttp_err* e) {
@@ -133,33 +134,47 @@ ttp_status io_center_mnist(const io_grey* g, int rows, int cols, float* out, ttp
 }
 
 /* The common case of a grey image already rows x cols, not centred: the same arithmetic as the
-   general path below (each grey level through the same float steps, kept in a table of 256),
+   general path below (each grey level through the same float steps, once, into tables of 256),
    without its buffers: every file of an MNIST-like directory comes this way. */
+static float grey_level[256];           /* v / 255.0f */
+static uint8_t grey_byte[2][256];       /* [invert][v]: the output byte of grey level v */
+static pthread_once_t grey_once = PTHREAD_ONCE_INIT;
+
+static void grey_tables(void) {
+  for (int v = 0; v < 256; v++) grey_level[v] = v / 255.0f;
+  for (int invert = 0; invert < 2; invert++)
+    for (int v = 0; v < 256; v++) {
+      float f = invert ? 1.0f - grey_level[v] : grey_level[v];
+      f = f < 0.0f ? 0.0f : f > 1.0f ? 1.0f : f;
+      grey_byte[invert][v] = (uint8_t)(f * 255.0f + 0.5f);
+    }
+}
+
 static int preprocess_exact(const io_raster* r, const ttp_image_options* o, int rows, int cols,
                             uint8_t* out) {
   if (r->channels != 1 || r->width != cols || r->height != rows || o->center != TTP_CENTER_NONE)
     return 0;
-  float level[256];
-  for (int v = 0; v < 256; v++) level[v] = v / 255.0f;
+  pthread_once(&grey_once, grey_tables);
+  const uint8_t* px = r->data;
   int invert = o->invert == TTP_INVERT_YES;
   if (o->invert == TTP_INVERT_AUTO) { /* io_border_is_light's sum, in its order */
     double sum = 0;
     long n = 0;
-    for (int y = 0; y < rows; y++)
-      for (int x = 0; x < cols; x++)
-        if (y == 0 || y == rows - 1 || x == 0 || x == cols - 1) {
-          sum += level[r->data[(size_t)y * cols + x]];
-          n++;
-        }
+    for (int y = 0; y < rows; y++) {
+      const uint8_t* row = px + (size_t)y * cols;
+      if (y == 0 || y == rows - 1) {
+        for (int x = 0; x < cols; x++) sum += grey_level[row[x]];
+        n += cols;
+      } else {
+        sum += grey_level[row[0]];
+        n++;
+        if (cols > 1) sum += grey_level[row[cols - 1]], n++;
+      }
+    }
     invert = sum > 0.5 * n;
   }
-  uint8_t table[256];
-  for (int v = 0; v < 256; v++) {
-    float f = invert ? 1.0f - level[v] : level[v];
-    f = f < 0.0f ? 0.0f : f > 1.0f ? 1.0f : f;
-    table[v] = (uint8_t)(f * 255.0f + 0.5f);
-  }
-  for (size_t i = 0; i < (size_t)rows * cols; i++) out[i] = table[r->data[i]];
+  const uint8_t* table = grey_byte[invert];
+  for (size_t i = 0; i < (size_t)rows * cols; i++) out[i] = table[px[i]];
   return 1;
 }
 

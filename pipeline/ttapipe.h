@@ -28,7 +28,8 @@
  * return. They use that device's primary context and create their own streams, events, cuDNN
  * and cuBLAS handles and memory, all released by ttp_close. The library never calls
  * cudaDeviceReset, cudaDeviceSynchronize or cudaSetDeviceFlags and never touches the caller's
- * streams or memory.
+ * streams or memory: its work runs on its own non-blocking streams, ordered by its own events,
+ * and it waits on nothing but those events.
  *
  * Memory: the library owns every pointer it returns that is marked "owned by the pipeline"; such
  * pointers stay valid until ttp_close. Buffers the reading functions allocate for the caller are
@@ -275,9 +276,13 @@ typedef struct ttp_result {
    results: count entries, written. probabilities: NULL, or count x classes floats, written with
    each image's merged probability vector. count may be 0. Deterministic: an image's result does
    not depend on count, on its position, or on the other images.
-   GPU engines: the images go through in batches of max_batch, pipelined (the next batch is
-   copied in while one computes); the call returns when every result is in the caller's arrays.
-   Returns TTP_OK, TTP_ERR_INVALID_ARGUMENT, or an engine failure (recorded in p). */
+   Every engine runs behind the same streaming core: the images are copied, max_batch at a time
+   (256 on the CPU), into the pipeline's own input slots (pinned host memory on a GPU), each
+   batch started as soon as it is copied, so that on a GPU one batch's copy in, another's
+   compute and a third's copy out overlap; results are collected in order into the caller's
+   arrays. The call returns when every result is there: the caller's memory is read only during
+   the call, and no work of the call is left running. Returns TTP_OK, TTP_ERR_INVALID_ARGUMENT,
+   or an engine failure (recorded in p). */
 ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
                         float* probabilities);
 

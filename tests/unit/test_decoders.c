@@ -6,9 +6,9 @@
      headers, masks that are not one run of bits, RLE past the image or stored top-down;
    - JPEG (io/jpeg.c, libjpeg-turbo): CMYK to RGB, progressive and arithmetic files near their
      source, bytes after the end ignored, a cut file and a file of more than 500 scans refused;
-   - PNG (io/png.c before stb_image): image data that inflates past its header, a chunk longer
-     than the file and an IHDR of a colour type and bit depth that do not go together refused,
-     bytes after IEND ignored;
+   - PNG (io/png.c): image data shorter than its header, a chunk longer than the file and an
+     IHDR of a colour type and bit depth that do not go together refused; image data longer
+     than its header, and bytes after IEND, ignored;
    - preprocessing's shortcut for a grey image already of the model's size gives the bytes of
      the general path. */
 #include <math.h>
@@ -297,11 +297,21 @@ static void test_png(test_rng* rng) {
   CHECK(memcmp(after.data, r.data, (size_t)W * H) == 0, "bytes after IEND changed the pixels");
   io_raster_free(&r), io_raster_free(&after);
 
-  /* One row too many: the image data inflates past the header's 19 x 11. */
+  /* One row too many: what the header does not ask for is not even inflated, and the image is
+     the same; one row too few: refused. */
   n = sizeof packed;
   CHECK(compress2(packed, &n, raw, (uLong)((H + 1) * (W + 1)), 9) == Z_OK, "zlib");
   size = png_file(W, H, 8, 0, packed, n, file);
-  expect_refused(file, size, "bomb.png", "inflates past the 220 bytes its header implies");
+  io_raster longer = decode(file, size, "longer.png");
+  for (int y = 0; y < H; y++)
+    CHECK(memcmp(longer.data + y * W, raw + y * (W + 1) + 1, W) == 0, "longer PNG: row %d", y);
+  io_raster_free(&longer);
+  n = sizeof packed;
+  CHECK(compress2(packed, &n, raw, (uLong)((H - 1) * (W + 1)), 9) == Z_OK, "zlib");
+  size = png_file(W, H, 8, 0, packed, n, file);
+  expect_refused(file, size, "shorter.png", "PNG image data ends after 200 of 220 bytes");
+  n = sizeof packed;
+  CHECK(compress2(packed, &n, raw, (uLong)((H + 1) * (W + 1)), 9) == Z_OK, "zlib");
   /* A chunk longer than the file; a colour type with a bit depth it does not allow. */
   size = png_file(W, H, 8, 0, packed, n, file);
   file[8 + 25 + 3] = 0xff; /* IDAT's length, low byte */
