@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,16 +107,52 @@ typedef struct listing {
   size_t used, names_cap;
 } listing;
 
-/* The order of full paths, byte by byte, among one directory's entries: a directory's name is
-   compared as if followed by '/', the separator its files' paths continue with. */
-static const char* sort_names;
+/* Sorting a directory's entries into the byte-wise order of their full paths: a directory's
+   name compares as if followed by '/', the separator its files' paths continue with. A radix
+   sort on the first 8 bytes of that (name, '/' for a directory, zeros), then the rare runs of
+   equal prefixes by the whole comparison: a directory of 100,000 files sorts in a few
+   milliseconds instead of tens. */
+typedef struct sort_item {
+  uint64_t key; /* the first 8 bytes, big-endian */
+  const char* name;
+  int dir;
+} sort_item;
+
 static int by_path(const void* x, const void* y) {
-  const entry *a = x, *b = y;
-  const unsigned char* p = (const unsigned char*)sort_names + a->name;
-  const unsigned char* q = (const unsigned char*)sort_names + b->name;
+  const sort_item *a = x, *b = y;
+  const unsigned char* p = (const unsigned char*)a->name;
+  const unsigned char* q = (const unsigned char*)b->name;
   while (*p && *p == *q) p++, q++;
   unsigned cp = *p ? *p : a->dir ? '/' : 0, cq = *q ? *q : b->dir ? '/' : 0;
   return (cp > cq) - (cp < cq);
+}
+
+static uint64_t sort_key(const char* name, int dir) {
+  uint64_t key = 0;
+  int i = 0, ended = 0;
+  for (; i < 8; i++) {
+    unsigned c = ended ? 0 : (unsigned char)name[i];
+    if (!ended && !c) ended = 1, c = dir ? '/' : 0;
+    key = key << 8 | c;
+  }
+  return key;
+}
+
+static void sort_items(sort_item* v, sort_item* tmp, size_t n) {
+  for (int shift = 0; shift < 64; shift += 8) { /* least significant byte first, stable */
+    size_t count[257] = {0};
+    for (size_t i = 0; i < n; i++) count[(v[i].key >> shift & 255) + 1]++;
+    if (count[(v[0].key >> shift & 255) + 1] == n) continue; /* one bucket: nothing moves */
+    for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+    for (size_t i = 0; i < n; i++) tmp[count[v[i].key >> shift & 255]++] = v[i];
+    memcpy(v, tmp, n * sizeof *v);
+  }
+  for (size_t i = 0; i < n;) { /* runs of one prefix: the whole comparison */
+    size_t j = i + 1;
+    while (j < n && v[j].key == v[i].key) j++;
+    if (j - i > 1) qsort(v + i, j - i, sizeof *v, by_path);
+    i = j;
+  }
 }
 
 static ttp_status add_entry(listing* l, const char* name, int dir, ttp_err* e) {
@@ -174,16 +211,24 @@ static ttp_status walk_dir(walk* w, char* path, int depth, ttp_err* e) {
   listing l = {0};
   ttp_status s = list_dir(w, d, path, dir_len, &l, e);
   closedir(d);
+  sort_item* items = NULL;
   if (s == TTP_OK && l.count) {
-    sort_names = l.names;
-    qsort(l.entries, l.count, sizeof *l.entries, by_path);
+    items = malloc(2 * l.count * sizeof *items);
+    if (!items) s = ERR_NOMEM(e, 2 * l.count * sizeof *items);
+  }
+  if (s == TTP_OK && l.count) {
+    for (size_t i = 0; i < l.count; i++) {
+      const char* name = l.names + l.entries[i].name;
+      items[i] = (sort_item){sort_key(name, l.entries[i].dir), name, l.entries[i].dir};
+    }
+    sort_items(items, items + l.count, l.count);
   }
   for (size_t i = 0; i < l.count && s == TTP_OK; i++) {
-    const char* name = l.names + l.entries[i].name;
+    const char* name = items[i].name;
     size_t n = strlen(name);
     if (dir_len + n + 2 >= PATH_MAX) continue;
     memcpy(path + dir_len, name, n + 1);
-    if (!l.entries[i].dir) {
+    if (!items[i].dir) {
       s = w->emit(w->user, path, e); /* a dangling link too: its row will say so */
       continue;
     }
@@ -191,6 +236,7 @@ static ttp_status walk_dir(walk* w, char* path, int depth, ttp_err* e) {
     if (stat(path, &st) == 0 && enter_once(w, &st, e, &s)) s = walk_dir(w, path, depth + 1, e);
   }
   path[dir_len] = '\0';
+  free(items);
   free(l.entries);
   free(l.names);
   return s;

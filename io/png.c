@@ -123,6 +123,10 @@ static uint8_t sample(const png* g, const uint8_t* row, size_t k, unsigned* wide
 /* Places an unfiltered pass row's pixels. */
 static ttp_status place_row(const png* g, const uint8_t* row, size_t pw, uint32_t x0, uint32_t dx,
                             uint8_t* out, ttp_err* e) {
+  if (g->depth == 8 && g->colour != 3 && !g->has_trns && dx == 1) { /* the bytes as they are */
+    memcpy(out + (size_t)x0 * g->channels, row, pw * (size_t)g->samples);
+    return TTP_OK;
+  }
   for (size_t i = 0; i < pw; i++) {
     uint8_t* px = out + (x0 + i * dx) * (size_t)g->channels;
     unsigned wide[4];
@@ -208,8 +212,11 @@ static ttp_status read_chunks(png* g, const uint8_t* bytes, size_t size, uint8_t
       idat_seen = 1;
       z.next_in = (Bytef*)data;
       z.avail_in = length;
+      /* The last IDAT chunk inflates with Z_FINISH: a stream that ends in it then needs no
+         sliding window (zlib allocates and fills one only for more calls to come). */
+      int last = size - at < 8 || memcmp(bytes + at + 4, "IDAT", 4) != 0;
       while (z.avail_in > 0 && z.avail_out > 0 && !zlib_end) { /* once raw is full, no more */
-        int r = inflate(&z, Z_NO_FLUSH);
+        int r = inflate(&z, last ? Z_FINISH : Z_NO_FLUSH);
         if (r == Z_STREAM_END) zlib_end = 1;
         else if (r == Z_BUF_ERROR) break; /* no progress possible: the next chunk's bytes */
         else if (r != Z_OK) {
