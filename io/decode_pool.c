@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files.h"
 #include "image.h"
 
 /* Files a worker takes at once: few enough that the last files of a chunk spread over the
@@ -173,6 +174,115 @@ void io_pool_finish(io_pool* p) {
   pthread_cond_broadcast(&p->work);
   pthread_cond_broadcast(&p->ready);
   pthread_mutex_unlock(&p->lock);
+}
+
+struct io_pool_walk {
+  io_pool* pool;
+  const char* const* paths;
+  size_t count;
+  ttp_list_options options;
+  char* batch[256];       /* files found, not yet appended */
+  size_t n, found;        /* in the batch; found so far */
+  size_t places[256];     /* files placed, not yet published */
+  size_t m;
+  ttp_err failed;         /* an append that failed (placed cannot say so): the walk stops */
+  pthread_t id;
+  ttp_err err;
+  pthread_mutex_t lock;   /* guards what follows: the consumer's view */
+  size_t* order;          /* the files' numbers in the walk's order */
+  size_t placed, cap;
+  int over;
+};
+
+static void flush_found(io_pool_walk* w) {
+  if (w->n && w->failed.status == TTP_OK) io_pool_append(w->pool, w->batch, w->n, &w->failed);
+  w->n = 0;
+}
+
+static void flush_placed(io_pool_walk* w) {
+  if (!w->m) return;
+  pthread_mutex_lock(&w->lock);
+  memcpy(w->order + w->placed, w->places, w->m * sizeof *w->places);
+  w->placed += w->m;
+  pthread_mutex_unlock(&w->lock);
+  w->m = 0;
+}
+
+static ttp_status walk_found(void* user, const char* path, ttp_err* e) {
+  io_pool_walk* w = user;
+  if (w->failed.status != TTP_OK) return (*e = w->failed).status;
+  if (w->m) flush_placed(w); /* a new directory: the last one's order, at once */
+  if (w->found == w->cap) { /* room to place it: placed cannot fail */
+    size_t cap = w->cap ? 2 * w->cap : 4096;
+    pthread_mutex_lock(&w->lock);
+    size_t* grown = realloc(w->order, cap * sizeof *grown);
+    if (grown) w->order = grown, w->cap = cap;
+    pthread_mutex_unlock(&w->lock);
+    if (!grown) return ERR_NOMEM(e, cap * sizeof *grown);
+  }
+  if (!(w->batch[w->n] = strdup(path))) return ERR_NOMEM(e, strlen(path) + 1);
+  w->found++;
+  /* The first files go to the workers in small batches, so that they start at once; the rest
+     in larger ones, so that the pool's lock is seldom taken. */
+  if (++w->n == (w->found <= 4096 ? 32 : sizeof w->batch / sizeof w->batch[0])) flush_found(w);
+  return TTP_OK;
+}
+
+static void walk_placed(void* user, size_t found) {
+  io_pool_walk* w = user;
+  flush_found(w); /* a directory listed: all of its files to the workers */
+  w->places[w->m++] = found;
+  if (w->m == sizeof w->places / sizeof w->places[0]) flush_placed(w);
+}
+
+static void* walk_thread(void* arg) {
+  io_pool_walk* w = arg;
+  io_walk(w->paths, w->count, &w->options, &(io_walk_fns){walk_found, walk_placed, w}, &w->err);
+  flush_found(w);
+  flush_placed(w);
+  if (w->err.status == TTP_OK && w->failed.status != TTP_OK) w->err = w->failed;
+  pthread_mutex_lock(&w->lock);
+  w->over = 1;
+  pthread_mutex_unlock(&w->lock);
+  io_pool_finish(w->pool);
+  return NULL;
+}
+
+ttp_status io_pool_walk_start(io_pool* pool, const char* const* paths, size_t count,
+                              const ttp_list_options* o, io_pool_walk** out, ttp_err* e) {
+  *out = NULL;
+  io_pool_walk* w = calloc(1, sizeof *w);
+  if (!w) return ERR_NOMEM(e, sizeof *w);
+  w->pool = pool, w->paths = paths, w->count = count, w->options = *o;
+  pthread_mutex_init(&w->lock, NULL);
+  if (pthread_create(&w->id, NULL, walk_thread, w) != 0) {
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+    return ERR(e, TTP_ERR_INTERNAL, "cannot start the walk's thread");
+  }
+  *out = w;
+  return TTP_OK;
+}
+
+size_t io_pool_walk_order(io_pool_walk* w, size_t from, size_t* out, size_t max, int* over) {
+  pthread_mutex_lock(&w->lock);
+  *over = w->over;
+  size_t n = from < w->placed ? w->placed - from : 0;
+  if (n > max) n = max, *over = 0;
+  if (n) memcpy(out, w->order + from, n * sizeof *out);
+  pthread_mutex_unlock(&w->lock);
+  return n;
+}
+
+ttp_status io_pool_walk_join(io_pool_walk* w, ttp_err* e) {
+  if (!w) return TTP_OK;
+  pthread_join(w->id, NULL);
+  ttp_status s = w->err.status;
+  if (s != TTP_OK) *e = w->err;
+  pthread_mutex_destroy(&w->lock);
+  free(w->order);
+  free(w);
+  return s;
 }
 
 size_t io_pool_known(io_pool* p, int* final) {

@@ -39,6 +39,23 @@ ttp_status io_pool_append(io_pool* pool, char** paths, size_t n, ttp_err* e);
 /* No more files will come. */
 void io_pool_finish(io_pool* pool);
 
+/* A directory walk feeding the pool (the growing list above): io_walk (files.h) over paths with
+   options o, on a thread of its own. The pool gets each directory's files as they are read from
+   it, numbered in that order (the order of io_pool_wait's chunks); io_pool_walk_order gives the
+   walk's own order (byte-wise sorted) as those numbers, a directory's as soon as its listing is
+   sorted. At the end, io_pool_finish. The pool must have been opened without a final list. */
+typedef struct io_pool_walk io_pool_walk;
+ttp_status io_pool_walk_start(io_pool* pool, const char* const* paths, size_t count,
+                              const ttp_list_options* o, io_pool_walk** out, ttp_err* e);
+/* Copies into out up to max of the files' numbers in the walk's order, from the from-th on;
+   returns how many. *over: every file has its place and all of them from `from` on were copied
+   (when the walk failed to append files, their numbers are at or past io_pool_known's count:
+   skip them). */
+size_t io_pool_walk_order(io_pool_walk* w, size_t from, size_t* out, size_t max, int* over);
+/* Waits for the walk's end (after a failure elsewhere, call io_pool_finish first so that nothing
+   more is read), frees it and returns its status, its message in e. Accepts NULL. */
+ttp_status io_pool_walk_join(io_pool_walk* w, ttp_err* e);
+
 /* The files known so far; *final: whether that is all of them. */
 size_t io_pool_known(io_pool* pool, int* final);
 

@@ -32,9 +32,9 @@ void ttp_file_list_free(ttp_file_list* list) {
   *list = (ttp_file_list){0};
 }
 
-/* Appends a copy of path; the array grows by doubling (its capacity is the next power of two,
+/* Appends path, taken; the array grows by doubling (its capacity is the next power of two,
    known from the count alone). */
-static ttp_status push(ttp_file_list* list, const char* path, ttp_err* e) {
+static ttp_status push_taken(ttp_file_list* list, char* path, ttp_err* e) {
   size_t n = list->count;
   if (n == 0 || (n >= 16 && (n & (n - 1)) == 0) ) {
     size_t cap = n == 0 ? 16 : 2 * n;
@@ -42,20 +42,49 @@ static ttp_status push(ttp_file_list* list, const char* path, ttp_err* e) {
     if (!grown) return ERR_NOMEM(e, cap * sizeof *grown);
     list->paths = grown;
   }
+  list->paths[list->count++] = path;
+  return TTP_OK;
+}
+
+/* Appends a copy of path. */
+static ttp_status push(ttp_file_list* list, const char* path, ttp_err* e) {
   char* copy = strdup(path);
   if (!copy) return ERR_NOMEM(e, strlen(path) + 1);
-  list->paths[list->count++] = copy;
-  return TTP_OK;
+  ttp_status s = push_taken(list, copy, e);
+  if (s != TTP_OK) free(copy);
+  return s;
 }
 
 typedef struct walk {
   const char* extensions;
   int hidden;
-  io_emit_fn emit;
-  void* user;
+  const io_walk_fns* fns;
+  size_t found;                            /* files found so far */
   struct { dev_t dev; ino_t ino; } * seen; /* directories entered */
   size_t seen_count, seen_cap;
 } walk;
+
+enum { NOT_FOUND = -1 };
+
+/* A file found: its number, or NOT_FOUND when found() refused it (the walk stops). */
+static ttp_status find(walk* w, const char* path, size_t* number, ttp_err* e) {
+  *number = (size_t)NOT_FOUND;
+  TRY(w->fns->found(w->fns->user, path, e));
+  *number = w->found++;
+  return TTP_OK;
+}
+
+static void place(walk* w, size_t number) {
+  if (number != (size_t)NOT_FOUND) w->fns->placed(w->fns->user, number);
+}
+
+/* A path that is not walked (a file given, a directory that cannot be read): found and placed. */
+static ttp_status find_and_place(walk* w, const char* path, ttp_err* e) {
+  size_t number;
+  TRY(find(w, path, &number, e));
+  place(w, number);
+  return TTP_OK;
+}
 
 /* Whether name's extension (after its last dot) is in the comma-separated list. */
 static int extension_matches(const char* name, const char* list) {
@@ -94,9 +123,11 @@ static int enter_once(walk* w, const struct stat* st, ttp_err* e, ttp_status* s)
   return 1;
 }
 
-/* A directory's entries: names packed in one buffer, each with whether it is a directory. */
+/* A directory's entries: names packed in one buffer, each with whether it is a directory, and a
+   file's number when found. */
 typedef struct entry {
   size_t name; /* offset in the names buffer */
+  size_t found;
   int dir;
 } entry;
 
@@ -115,6 +146,7 @@ typedef struct listing {
 typedef struct sort_item {
   uint64_t key; /* the first 8 bytes, big-endian */
   const char* name;
+  size_t found;
   int dir;
 } sort_item;
 
@@ -155,7 +187,7 @@ static void sort_items(sort_item* v, sort_item* tmp, size_t n) {
   }
 }
 
-static ttp_status add_entry(listing* l, const char* name, int dir, ttp_err* e) {
+static ttp_status add_entry(listing* l, const char* name, int dir, size_t found, ttp_err* e) {
   size_t n = strlen(name) + 1;
   if (l->count == l->cap) {
     size_t cap = l->cap ? 2 * l->cap : 256;
@@ -170,40 +202,48 @@ static ttp_status add_entry(listing* l, const char* name, int dir, ttp_err* e) {
     l->names = grown, l->names_cap = cap;
   }
   memcpy(l->names + l->used, name, n);
-  l->entries[l->count++] = (entry){l->used, dir};
+  l->entries[l->count++] = (entry){l->used, found, dir};
   l->used += n;
   return TTP_OK;
 }
 
 /* Reads dir's entries (the hidden ones only when asked), telling directories by the type
-   readdir gives, or by stat (which follows links) where it gives none. */
+   readdir gives, or by stat (which follows links) where it gives none; each file is found as
+   soon as it is read. */
 static ttp_status list_dir(walk* w, DIR* d, char* path, size_t dir_len, listing* l, ttp_err* e) {
   struct dirent* ent;
   while ((ent = readdir(d))) {
     const char* name = ent->d_name;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
     if (name[0] == '.' && !w->hidden) continue;
+    size_t n = strlen(name);
+    if (dir_len + n + 2 >= PATH_MAX) continue; /* no such path can be opened */
+    memcpy(path + dir_len, name, n + 1);
     int dir = ent->d_type == DT_DIR;
     if (ent->d_type == DT_UNKNOWN || ent->d_type == DT_LNK) {
-      size_t n = strlen(name);
-      if (dir_len + n + 1 >= PATH_MAX) continue; /* no such path can be opened */
-      memcpy(path + dir_len, name, n + 1);
       struct stat st;
       dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     }
     if (!dir && !extension_matches(name, w->extensions)) continue;
-    TRY(add_entry(l, name, dir, e));
+    size_t found = (size_t)NOT_FOUND;
+    ttp_status s = dir ? TTP_OK : find(w, path, &found, e); /* a dangling link too: its row will
+                                                                say so */
+    if (s == TTP_OK) s = add_entry(l, name, dir, found, e);
+    if (s != TTP_OK) {
+      place(w, found); /* found, not listed */
+      return s;
+    }
   }
   return TTP_OK;
 }
 
-/* path: the directory, PATH_MAX bytes of room. Its files, and those of its directories in
-   place, are emitted in byte-wise order of their paths. */
+/* path: the directory, PATH_MAX bytes of room. Its files are found as they are read, then placed,
+   with those of its directories in place, in byte-wise order of their paths. */
 static ttp_status walk_dir(walk* w, char* path, int depth, ttp_err* e) {
   DIR* d = opendir(path);
   if (!d || depth > WALK_MAX_DEPTH) { /* classifying it will say why it cannot be read */
     if (d) closedir(d);
-    return w->emit(w->user, path, e);
+    return find_and_place(w, path, e);
   }
   size_t dir_len = strlen(path);
   if (dir_len == 0 || path[dir_len - 1] != '/') path[dir_len++] = '/';
@@ -216,22 +256,25 @@ static ttp_status walk_dir(walk* w, char* path, int depth, ttp_err* e) {
     items = malloc(2 * l.count * sizeof *items);
     if (!items) s = ERR_NOMEM(e, 2 * l.count * sizeof *items);
   }
-  if (s == TTP_OK && l.count) {
+  if (!items) { /* nothing listed, or a failure: the files found, in the order found */
+    for (size_t i = 0; i < l.count; i++)
+      if (!l.entries[i].dir) place(w, l.entries[i].found);
+  } else {
     for (size_t i = 0; i < l.count; i++) {
-      const char* name = l.names + l.entries[i].name;
-      items[i] = (sort_item){sort_key(name, l.entries[i].dir), name, l.entries[i].dir};
+      const entry* en = &l.entries[i];
+      const char* name = l.names + en->name;
+      items[i] = (sort_item){sort_key(name, en->dir), name, en->found, en->dir};
     }
     sort_items(items, items + l.count, l.count);
   }
-  for (size_t i = 0; i < l.count && s == TTP_OK; i++) {
-    const char* name = items[i].name;
-    size_t n = strlen(name);
-    if (dir_len + n + 2 >= PATH_MAX) continue;
-    memcpy(path + dir_len, name, n + 1);
+  for (size_t i = 0; items && i < l.count; i++) {
     if (!items[i].dir) {
-      s = w->emit(w->user, path, e); /* a dangling link too: its row will say so */
+      place(w, items[i].found);
       continue;
     }
+    if (s != TTP_OK) continue; /* after a failure, only this directory's own files */
+    size_t n = strlen(items[i].name);
+    memcpy(path + dir_len, items[i].name, n + 1);
     struct stat st;
     if (stat(path, &st) == 0 && enter_once(w, &st, e, &s)) s = walk_dir(w, path, depth + 1, e);
   }
@@ -243,13 +286,13 @@ static ttp_status walk_dir(walk* w, char* path, int depth, ttp_err* e) {
 }
 
 ttp_status io_walk(const char* const* paths, size_t count, const ttp_list_options* o,
-                   io_emit_fn emit, void* user, ttp_err* e) {
-  walk w = {o->extensions, o->hidden, emit, user, NULL, 0, 0};
+                   const io_walk_fns* fns, ttp_err* e) {
+  walk w = {.extensions = o->extensions, .hidden = o->hidden, .fns = fns};
   ttp_status s = TTP_OK;
   for (size_t i = 0; i < count && s == TTP_OK; i++) {
     struct stat st;
     if (stat(paths[i], &st) != 0 || !S_ISDIR(st.st_mode) || strlen(paths[i]) + 2 >= PATH_MAX) {
-      s = emit(user, paths[i], e); /* classifying it will say why it cannot be read */
+      s = find_and_place(&w, paths[i], e); /* classifying it will say why it cannot be read */
       continue;
     }
     char path[PATH_MAX];
@@ -260,8 +303,31 @@ ttp_status io_walk(const char* const* paths, size_t count, const ttp_list_option
   return s;
 }
 
-static ttp_status emit_to_list(void* user, const char* path, ttp_err* e) {
-  return push(user, path, e);
+/* ttp_list_files' side of the walk: the files as found, then their order. */
+typedef struct list_walk {
+  char** found;
+  size_t* order; /* as many as found: order[j] is the number of the j-th file placed */
+  size_t count, placed, cap;
+} list_walk;
+
+static ttp_status list_found(void* user, const char* path, ttp_err* e) {
+  list_walk* l = user;
+  if (l->count == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 256;
+    char** found = realloc(l->found, cap * sizeof *found);
+    if (found) l->found = found;
+    size_t* order = found ? realloc(l->order, cap * sizeof *order) : NULL;
+    if (!order) return ERR_NOMEM(e, cap * (sizeof *found + sizeof *order));
+    l->order = order, l->cap = cap;
+  }
+  if (!(l->found[l->count] = strdup(path))) return ERR_NOMEM(e, strlen(path) + 1);
+  l->count++;
+  return TTP_OK;
+}
+
+static void list_placed(void* user, size_t found) {
+  list_walk* l = user;
+  l->order[l->placed++] = found;
 }
 
 ttp_status io_list_options(const ttp_list_options* given, ttp_list_options* o, ttp_err* e) {
@@ -282,8 +348,19 @@ ttp_status ttp_list_files(const char* const* paths, size_t count, const ttp_list
   if (io_list_options(given, &o, &e) == TTP_OK) {
     if (!list || (count && !paths))
       ERR(&e, TTP_ERR_INVALID_ARGUMENT, "ttp_list_files: list and paths are required");
-    else
-      io_walk(paths, count, &o, emit_to_list, list, &e);
+    else {
+      list_walk l = {0};
+      io_walk(paths, count, &o, &(io_walk_fns){list_found, list_placed, &l}, &e);
+      ttp_err room = {0};
+      for (size_t j = 0; j < l.placed; j++) { /* every file found is placed, even after a failure */
+        char* path = l.found[l.order[j]];
+        if (room.status == TTP_OK && push_taken(list, path, &room) == TTP_OK) continue;
+        free(path); /* no room left */
+      }
+      if (e.status == TTP_OK && room.status != TTP_OK) e = room;
+      free(l.found);
+      free(l.order);
+    }
   }
   err_copy_out(&e, error, error_size);
   return e.status;

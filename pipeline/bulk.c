@@ -4,15 +4,16 @@
    submitted as soon as it is decoded, and its results go to the caller's callback, in the order
    of the files, when it is collected. One ring, not two: the slots the pool is filling and the
    batches in flight share the core's depth. ttp_classify_paths also walks directories, on a
-   thread of its own, handing each file to the pool as soon as its place in the order is known,
-   so that decoding starts with the walk's first files rather than after its last.
+   thread of its own, handing each directory's files to the pool as they are read from it, so
+   that decoding starts with the walk's first files rather than after its last, and a directory
+   of 100,000 files is decoded while it is still being listed; the walk then says each file's
+   place in its (sorted) order, and the results wait, copied out of the core, until their turn.
 
    The calling thread, in order of preference: hands every free slot to the pool (the workers
    always have chunks to decode while there are slots); submits the next chunk once it is
    decoded; collects the oldest batch once it is done (its slot goes back to the pool before the
    callback writes its rows); and otherwise waits, for the next chunk's decoding while there is
    one (so that the GPU gets it the moment it is ready), else for the oldest batch. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,14 +23,35 @@
 #include "pipeline_internal.h"
 #include "trace.h"
 
+/* A collected chunk's results, until every file of it is reported: at first the core's and the
+   pool's own arrays (a chunk reported at once is never copied), copied when some of its files
+   must wait for their turn. */
+typedef struct report_block {
+  size_t n, left; /* files; those not yet reported */
+  const ttp_result* results;
+  const float* merged;
+  const char* const* paths;     /* the pool's strings, valid until it is closed */
+  const io_outcome* outcomes;   /* the pool's (not copied: errors instead) */
+  char** errors;                /* copied: a failed file's message, else NULL */
+  int copied;
+} report_block;
+
+enum { ORDER_BATCH = 4096 };
+
 typedef struct files_run {
   ttp_pipeline* p;
   io_pool* pool;
+  io_pool_walk* walk; /* NULL: the list's own order */
   ttp_file_callback callback;
   void* user;
   ttp_result* results;
   float* merged;
   size_t provided, submitted, collected;
+  report_block** blocks; /* by chunk, while any of its files waits to be reported */
+  size_t blocks_cap;
+  size_t order[ORDER_BATCH]; /* the next files to report, by their number in the pool */
+  size_t order_head, order_len, order_fetched;
+  size_t reported;
   ttp_bulk_stats st;
 } files_run;
 
@@ -48,36 +70,127 @@ static void provide_slots(files_run* r) {
     io_pool_provide(r->pool, r->provided++, slot);
 }
 
-/* Collects the oldest batch and reports its files: its slot goes back to the pool first, so
-   that the workers decode while the callback writes. */
+/* More of the order in which files are reported; 0 when none is known yet. */
+static size_t fetch_order(files_run* r) {
+  size_t n;
+  if (r->walk) {
+    int over;
+    n = io_pool_walk_order(r->walk, r->order_fetched, r->order, ORDER_BATCH, &over);
+  } else { /* a list: its own order */
+    int final;
+    size_t known = io_pool_known(r->pool, &final);
+    n = known - r->order_fetched < ORDER_BATCH ? known - r->order_fetched : ORDER_BATCH;
+    for (size_t i = 0; i < n; i++) r->order[i] = r->order_fetched + i;
+  }
+  r->order_fetched += n;
+  r->order_head = 0;
+  return r->order_len = n;
+}
+
+static void free_block(report_block* b) {
+  if (b && b->copied) {
+    for (size_t j = 0; j < b->n; j++) free(b->errors[j]);
+    free(b->errors);
+    free(b);
+  }
+}
+
+/* Copies a block that must wait out of the core's and the pool's arrays (n files). */
+static ttp_status keep_block(report_block** slot, size_t n, size_t classes, ttp_err* e) {
+  report_block* b = *slot;
+  size_t bytes = sizeof *b + n * (sizeof(ttp_result) + classes * sizeof(float) + sizeof(char*));
+  report_block* c = malloc(bytes);
+  char** errors = calloc(n, sizeof *errors);
+  if (!c || !errors) {
+    free(c), free(errors);
+    return ERR_NOMEM(e, bytes);
+  }
+  ttp_result* results = (ttp_result*)(c + 1);
+  float* merged = (float*)(results + n);
+  const char** paths = (const char**)(merged + n * classes);
+  memcpy(results, b->results, n * sizeof *results);
+  memcpy(merged, b->merged, n * classes * sizeof *merged);
+  memcpy(paths, b->paths, n * sizeof *paths);
+  *c = (report_block){.n = n, .left = b->left, .results = results, .merged = merged,
+                      .paths = paths, .errors = errors, .copied = 1};
+  for (size_t j = 0; j < n; j++)
+    if (b->outcomes[j].status != TTP_OK && !(errors[j] = strdup(b->outcomes[j].error))) {
+      free_block(c);
+      return ERR_NOMEM(e, ERR_MESSAGE_SIZE);
+    }
+  *slot = c;
+  return TTP_OK;
+}
+
+/* Reports the files whose turn has come and whose results are collected. final: every chunk is
+   collected (numbers past the pool's files, which a failed walk never appended, are skipped). */
+static void report(files_run* r, int final) {
+  size_t capacity = r->p->stream.capacity, classes = (size_t)r->p->model->classes;
+  int list_final;
+  size_t known = final ? io_pool_known(r->pool, &list_final) : 0;
+  for (;;) {
+    if (r->order_head == r->order_len && fetch_order(r) == 0) return;
+    size_t f = r->order[r->order_head], k = f / capacity, j = f % capacity;
+    if (final && f >= known) {
+      r->order_head++;
+      continue;
+    }
+    if (k >= r->collected) return; /* its turn, not yet its results */
+    report_block* b = r->blocks[k];
+    const char* error = b->copied ? b->errors[j] : b->outcomes[j].status != TTP_OK
+                                                       ? b->outcomes[j].error : NULL;
+    /* A failed file is zeros in its slot: classified with the rest, never reported. */
+    if (!error) {
+      r->st.classified++;
+      r->callback(r->user, r->reported++, b->paths[j], &b->results[j], b->merged + j * classes,
+                  NULL);
+    } else {
+      r->st.failed++;
+      r->callback(r->user, r->reported++, b->paths[j], NULL, NULL, error);
+    }
+    r->order_head++;
+    if (--b->left == 0) {
+      free_block(b);
+      r->blocks[k] = NULL;
+    }
+  }
+}
+
+/* Collects the oldest batch and reports the files whose turn has come: its slot goes back to the
+   pool first, so that the workers decode while the callback writes. */
 static ttp_status collect_chunk(files_run* r) {
   ttp_pipeline* p = r->p;
-  size_t classes = (size_t)p->model->classes, n, files;
+  size_t n, files;
   double t0 = clock_seconds();
   TRY(stream_collect(&p->stream, r->results, r->merged, &n, &p->err));
   provide_slots(r);
   double t1 = clock_seconds();
   const io_outcome* outcomes;
   const char* const* paths;
-  size_t k = r->collected++;
+  size_t k = r->collected;
   io_pool_wait(r->pool, k, &outcomes, &paths, &files);
-  TRACE_PUSH("hand out results");
-  /* Failed files are zeros in their slot: classified with the rest, never reported. */
-  for (size_t j = 0; j < files; j++) {
-    size_t i = k * p->stream.capacity + j;
-    if (outcomes[j].status == TTP_OK) {
-      r->st.classified++;
-      r->callback(r->user, i, paths[j], &r->results[j], r->merged + j * classes, NULL);
-    } else {
-      r->st.failed++;
-      r->callback(r->user, i, paths[j], NULL, NULL, outcomes[j].error);
-    }
+  if (k == r->blocks_cap) {
+    size_t cap = r->blocks_cap ? 2 * r->blocks_cap : 64;
+    report_block** grown = realloc(r->blocks, cap * sizeof *grown);
+    if (!grown) return ERR_NOMEM(&p->err, cap * sizeof *grown);
+    memset(grown + r->blocks_cap, 0, (cap - r->blocks_cap) * sizeof *grown);
+    r->blocks = grown, r->blocks_cap = cap;
   }
+  report_block view = {.n = files, .left = files, .results = r->results, .merged = r->merged,
+                       .paths = paths, .outcomes = outcomes};
+  r->blocks[k] = files ? &view : NULL;
+  r->collected++;
+  TRACE_PUSH("hand out results");
+  report(r, 0);
   TRACE_POP();
+  ttp_status s = TTP_OK;
+  if (r->blocks[k]) /* some files wait for their turn */
+    s = keep_block(&r->blocks[k], files, (size_t)p->model->classes, &p->err);
+  if (s != TTP_OK) r->blocks[k] = NULL;
   io_pool_release(r->pool, k);
   r->st.classify_seconds += t1 - t0;
   r->st.callback_seconds += clock_seconds() - t1;
-  return TTP_OK;
+  return s;
 }
 
 /* Waits for the next chunk's decoding and submits it; *none: the list ended before it. */
@@ -132,42 +245,6 @@ static ttp_status check_call(ttp_pipeline* p, size_t count, const void* paths,
   return TTP_OK;
 }
 
-/* The walk's thread: batches of paths into the pool, then the end of the list. */
-typedef struct walker {
-  io_pool* pool;
-  const char* const* paths;
-  size_t count;
-  ttp_list_options options;
-  char* batch[256];
-  size_t n, emitted;
-  ttp_err err;
-} walker;
-
-static ttp_status flush_walk(walker* w, ttp_err* e) {
-  ttp_status s = io_pool_append(w->pool, w->batch, w->n, e);
-  w->n = 0;
-  return s;
-}
-
-static ttp_status emit_to_pool(void* user, const char* path, ttp_err* e) {
-  walker* w = user;
-  if (!(w->batch[w->n] = strdup(path))) return ERR_NOMEM(e, strlen(path) + 1);
-  /* The first files go to the workers in small batches, so that they start at once; the rest
-     in larger ones, so that the pool's lock is seldom taken. */
-  w->emitted++;
-  if (++w->n == (w->emitted <= 4096 ? 32 : sizeof w->batch / sizeof w->batch[0]))
-    return flush_walk(w, e);
-  return TTP_OK;
-}
-
-static void* walk_thread(void* arg) {
-  walker* w = arg;
-  ttp_status s = io_walk(w->paths, w->count, &w->options, emit_to_pool, w, &w->err);
-  if (s == TTP_OK && w->n) flush_walk(w, &w->err);
-  io_pool_finish(w->pool);
-  return NULL;
-}
-
 /* Both entry points: a list (walk NULL) or paths to walk. */
 static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t count,
                            const ttp_list_options* walk, const ttp_image_options* options,
@@ -183,28 +260,33 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
   r.merged = malloc(capacity * classes * sizeof *r.merged);
   ttp_status s = r.results && r.merged
                      ? TTP_OK : ERR_NOMEM(&p->err, capacity * (sizeof *r.results + classes * 4));
-  walker w = {.paths = paths, .count = count};
-  pthread_t walking;
-  int walk_started = 0;
-  if (s == TTP_OK)
+  io_pool_walk* walking = NULL;
+  if (s == TTP_OK) /* a window of depth + 1: the slots in flight and the chunk being reported */
     s = io_pool_open(walk ? NULL : paths, walk ? 0 : count, !walk, options, m->input.h,
                      m->input.w, threads, capacity, p->stream.depth + 1, &r.pool, &p->err);
-  if (s == TTP_OK && walk) { /* + 1: the chunk being reported */
-    w.pool = r.pool;
-    w.options = *walk;
-    walk_started = pthread_create(&walking, NULL, walk_thread, &w) == 0;
-    if (!walk_started) s = ERR(&p->err, TTP_ERR_INTERNAL, "cannot start the walk's thread");
-  }
+  if (s == TTP_OK && walk) s = io_pool_walk_start(r.pool, paths, count, walk, &walking, &p->err);
+  r.walk = walking;
   if (s == TTP_OK) s = run_files(&r);
-  /* After a failure: the workers stop first (they may be writing into slots), then the stream
-     forgets its batches and slots. */
-  if (walk_started) {
-    if (s != TTP_OK) io_pool_finish(r.pool); /* nothing more will be read */
-    pthread_join(walking, NULL);
-    if (s == TTP_OK && w.err.status != TTP_OK) s = (p->err = w.err).status;
-  }
   int final;
   r.st.files = r.pool ? io_pool_known(r.pool, &final) : 0;
+  if (s == TTP_OK) { /* every chunk collected: the files still waiting for their turn */
+    double t0 = clock_seconds();
+    report(&r, 1);
+    r.st.callback_seconds += clock_seconds() - t0;
+    if (r.reported != r.st.files)
+      s = ERR(&p->err, TTP_ERR_INTERNAL, "classifying files: %zu of %zu files reported",
+              r.reported, r.st.files);
+  }
+  for (size_t k = 0; k < r.blocks_cap; k++) free_block(r.blocks[k]); /* after a failure */
+  free(r.blocks);
+  /* After a failure: the workers stop first (they may be writing into slots), then the stream
+     forgets its batches and slots. */
+  if (walking) {
+    if (s != TTP_OK) io_pool_finish(r.pool); /* nothing more will be read */
+    ttp_err walk_err = {0};
+    ttp_status ws = io_pool_walk_join(walking, &walk_err);
+    if (s == TTP_OK && ws != TTP_OK) s = (p->err = walk_err).status;
+  }
   double seconds[3] = {0, 0, 0};
   io_pool_close(r.pool, seconds);
   stream_abandon(&p->stream); /* after success: only slots acquired for chunks that never came */

@@ -1,10 +1,14 @@
 /* File lists: directory walks sorted byte-wise, nested, hidden names skipped unless asked,
    extensions matched without regard to case, explicit paths kept as given, symbolic-link loops
-   walked once; lists read from a file by lines (with CR LF) or NUL bytes. */
+   walked once; lists read from a file by lines (with CR LF) or NUL bytes. The walk underneath
+   (io/files.h): on a directory of files made in shuffled order, with names that share their
+   first 8 bytes and directories among them, every file found is placed once, never before it
+   is found, and the order placed is ttp_list_files' order, strictly increasing byte-wise. */
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/files.h"
 #include "tests/common/check.h"
 #include "ttapipe.h"
 
@@ -31,6 +35,70 @@ static void expect_list(const ttp_file_list* l, const char* const* names, size_t
     snprintf(want, sizeof want, "%s/%s", dir, names[i]);
     CHECK(strcmp(l->paths[i], want) == 0, "path %zu: %s, want %s", i, l->paths[i], want);
   }
+}
+
+enum { MANY = 997 };
+
+typedef struct walk_record {
+  char* found[MANY + 64];
+  size_t found_count, placed[MANY + 64], placed_count;
+} walk_record;
+
+static ttp_status record_found(void* user, const char* path, ttp_err* e) {
+  (void)e;
+  walk_record* r = user;
+  CHECK(r->found_count < MANY + 64 && (r->found[r->found_count] = strdup(path)), "too many");
+  r->found_count++;
+  return TTP_OK;
+}
+
+static void record_placed(void* user, size_t found) {
+  walk_record* r = user;
+  CHECK(found < r->found_count, "file %zu placed before it was found (%zu found)", found,
+        r->found_count);
+  r->placed[r->placed_count++] = found;
+}
+
+/* io_walk against ttp_list_files on a directory made in shuffled order. */
+static void check_walk_order(void) {
+  mk("many");
+  mk("many/same_prefix_");
+  mk("many/same_prefix_dir");
+  touch("many/same_prefix_/inner.png");
+  touch("many/same_prefix_dir/inner.png");
+  for (int i = 0; i < MANY; i++) {
+    int k = (int)((i * 613L + 5) % MANY); /* 613 and MANY are coprime: each k once */
+    char name[96];
+    snprintf(name, sizeof name, k % 3 ? "many/same_prefix_%d.png" : "many/%d.png", k);
+    touch(name);
+  }
+  static walk_record r;
+  char root[2048];
+  snprintf(root, sizeof root, "%s/many", dir);
+  const char* args[1] = {root};
+  ttp_list_options o;
+  ttp_list_options_init(&o);
+  ttp_err e = {0};
+  CHECK(io_walk(args, 1, &o, &(io_walk_fns){record_found, record_placed, &r}, &e) == TTP_OK,
+        "%s", e.message);
+  ttp_file_list l = {0};
+  char error[TTP_ERROR_SIZE];
+  CHECK(ttp_list_files(args, 1, NULL, &l, error, sizeof error) == TTP_OK, "%s", error);
+  CHECK(r.found_count == MANY + 2 && r.placed_count == MANY + 2 && l.count == MANY + 2,
+        "%zu found, %zu placed, %zu listed", r.found_count, r.placed_count, l.count);
+  static unsigned char seen[MANY + 64];
+  for (size_t j = 0; j < r.placed_count; j++) {
+    CHECK(!seen[r.placed[j]]++, "file %zu placed twice", r.placed[j]);
+    const char* path = r.found[r.placed[j]];
+    CHECK(strcmp(path, l.paths[j]) == 0, "place %zu: %s, listed %s", j, path, l.paths[j]);
+    CHECK(j == 0 || strcmp(r.found[r.placed[j - 1]], path) < 0, "place %zu: %s after %s", j,
+          path, r.found[r.placed[j - 1]]);
+  }
+  size_t in_order = 0; /* the directory's own order is not the sorted one */
+  for (size_t j = 0; j < r.placed_count; j++) in_order += r.placed[j] == j;
+  printf("    %zu of %zu files found in their sorted place\n", in_order, r.placed_count);
+  for (size_t i = 0; i < r.found_count; i++) free(r.found[i]);
+  ttp_file_list_free(&l);
 }
 
 int main(void) {
@@ -103,6 +171,7 @@ int main(void) {
   CHECK(ttp_read_file_list("/nonexistent/list", 0, &l, error, sizeof error) == TTP_ERR_IO,
         "a missing list was read");
   EXPECT_MESSAGE(error, "/nonexistent/list", "cannot open");
+  check_walk_order();
   test_remove_tree(dir);
   printf("files: walks and lists as specified\n");
   return 0;
