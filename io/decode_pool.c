@@ -230,14 +230,23 @@ static ttp_status walk_found(void* user, const char* path, ttp_err* e) {
 
 static void walk_placed(void* user, size_t found) {
   io_pool_walk* w = user;
-  flush_found(w); /* a directory listed: all of its files to the workers */
+  /* A file placed before the last one found: a directory listed, its files found early all
+     wanted now. (A file found and placed at once waits for its batch to fill.) */
+  if (found + 1 < w->found) flush_found(w);
   w->places[w->m++] = found;
   if (w->m == sizeof w->places / sizeof w->places[0]) flush_placed(w);
 }
 
+static int walk_hungry(void* user) {
+  io_pool_walk* w = user;
+  flush_found(w); /* what the workers have, then whether it is enough */
+  return io_pool_hungry(w->pool);
+}
+
 static void* walk_thread(void* arg) {
   io_pool_walk* w = arg;
-  io_walk(w->paths, w->count, &w->options, &(io_walk_fns){walk_found, walk_placed, w}, &w->err);
+  io_walk(w->paths, w->count, &w->options,
+          &(io_walk_fns){walk_found, walk_placed, walk_hungry, w}, &w->err);
   flush_found(w);
   flush_placed(w);
   if (w->err.status == TTP_OK && w->failed.status != TTP_OK) w->err = w->failed;
@@ -283,6 +292,13 @@ ttp_status io_pool_walk_join(io_pool_walk* w, ttp_err* e) {
   free(w->order);
   free(w);
   return s;
+}
+
+int io_pool_hungry(io_pool* p) {
+  pthread_mutex_lock(&p->lock);
+  int hungry = p->known < p->next + p->chunk;
+  pthread_mutex_unlock(&p->lock);
+  return hungry;
 }
 
 size_t io_pool_known(io_pool* p, int* final) {

@@ -64,7 +64,7 @@ typedef struct walk {
   size_t seen_count, seen_cap;
 } walk;
 
-enum { NOT_FOUND = -1 };
+enum { NOT_FOUND = -1, HUNGRY_EVERY = 256 /* entries read between asking */ };
 
 /* A file found: its number, or NOT_FOUND when found() refused it (the walk stops). */
 static ttp_status find(walk* w, const char* path, size_t* number, ttp_err* e) {
@@ -208,10 +208,12 @@ static ttp_status add_entry(listing* l, const char* name, int dir, size_t found,
 }
 
 /* Reads dir's entries (the hidden ones only when asked), telling directories by the type
-   readdir gives, or by stat (which follows links) where it gives none; each file is found as
-   soon as it is read. */
+   readdir gives, or by stat (which follows links) where it gives none; files are found as soon
+   as they are read while the consumer is hungry. */
 static ttp_status list_dir(walk* w, DIR* d, char* path, size_t dir_len, listing* l, ttp_err* e) {
   struct dirent* ent;
+  size_t early = 0, read = 0;
+  int hungry = 0;
   while ((ent = readdir(d))) {
     const char* name = ent->d_name;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
@@ -225,9 +227,14 @@ static ttp_status list_dir(walk* w, DIR* d, char* path, size_t dir_len, listing*
       dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     }
     if (!dir && !extension_matches(name, w->extensions)) continue;
+    if (read++ % HUNGRY_EVERY == 0)
+      hungry = w->fns->hungry && early < WALK_EARLY_MAX && w->fns->hungry(w->fns->user);
     size_t found = (size_t)NOT_FOUND;
-    ttp_status s = dir ? TTP_OK : find(w, path, &found, e); /* a dangling link too: its row will
-                                                                say so */
+    ttp_status s = TTP_OK;
+    if (!dir && hungry) { /* a dangling link too: its row will say so */
+      s = find(w, path, &found, e);
+      early++;
+    }
     if (s == TTP_OK) s = add_entry(l, name, dir, found, e);
     if (s != TTP_OK) {
       place(w, found); /* found, not listed */
@@ -259,7 +266,7 @@ static ttp_status walk_dir(walk* w, char* path, int depth, ttp_err* e) {
   if (!items) { /* nothing listed, or a failure: the files found, in the order found */
     for (size_t i = 0; i < l.count; i++)
       if (!l.entries[i].dir) place(w, l.entries[i].found);
-  } else {
+  } else { /* dir_len + 2 + the name's length < PATH_MAX, as listed */
     for (size_t i = 0; i < l.count; i++) {
       const entry* en = &l.entries[i];
       const char* name = l.names + en->name;
@@ -268,13 +275,15 @@ static ttp_status walk_dir(walk* w, char* path, int depth, ttp_err* e) {
     sort_items(items, items + l.count, l.count);
   }
   for (size_t i = 0; items && i < l.count; i++) {
+    size_t n = strlen(items[i].name);
+    memcpy(path + dir_len, items[i].name, n + 1);
     if (!items[i].dir) {
+      if (items[i].found == (size_t)NOT_FOUND && s == TTP_OK) /* not found early: now */
+        s = find(w, path, &items[i].found, e);
       place(w, items[i].found);
       continue;
     }
-    if (s != TTP_OK) continue; /* after a failure, only this directory's own files */
-    size_t n = strlen(items[i].name);
-    memcpy(path + dir_len, items[i].name, n + 1);
+    if (s != TTP_OK) continue; /* after a failure, only the files this directory has found */
     struct stat st;
     if (stat(path, &st) == 0 && enter_once(w, &st, e, &s)) s = walk_dir(w, path, depth + 1, e);
   }
@@ -350,7 +359,7 @@ ttp_status ttp_list_files(const char* const* paths, size_t count, const ttp_list
       ERR(&e, TTP_ERR_INVALID_ARGUMENT, "ttp_list_files: list and paths are required");
     else {
       list_walk l = {0};
-      io_walk(paths, count, &o, &(io_walk_fns){list_found, list_placed, &l}, &e);
+      io_walk(paths, count, &o, &(io_walk_fns){list_found, list_placed, NULL, &l}, &e);
       ttp_err room = {0};
       for (size_t j = 0; j < l.placed; j++) { /* every file found is placed, even after a failure */
         char* path = l.found[l.order[j]];

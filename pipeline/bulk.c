@@ -4,15 +4,17 @@
    submitted as soon as it is decoded, and its results go to the caller's callback, in the order
    of the files, when it is collected. One ring, not two: the slots the pool is filling and the
    batches in flight share the core's depth. ttp_classify_paths also walks directories, on a
-   thread of its own, handing each directory's files to the pool as they are read from it, so
-   that decoding starts with the walk's first files rather than after its last, and a directory
-   of 100,000 files is decoded while it is still being listed; the walk then says each file's
-   place in its (sorted) order, and the results wait, copied out of the core, until their turn.
+   thread of its own (io_pool_walk): while the workers are short of files it hands them a
+   directory's files as they are read from it, so that a directory of 100,000 files is decoded
+   while it is still being listed, and the rest in the walk's (sorted) order once it is known;
+   results whose turn has not come wait, copied out of the core, and the callback sees every
+   file in the walk's order.
 
    The calling thread, in order of preference: hands every free slot to the pool (the workers
    always have chunks to decode while there are slots); submits the next chunk once it is
    decoded; collects the oldest batch once it is done (its slot goes back to the pool before the
-   callback writes its rows); and otherwise waits, for the next chunk's decoding while there is
+   callback writes its rows, a chunk's worth at most); reports more rows whose turn has come,
+   a chunk's worth at a time; and otherwise waits, for the next chunk's decoding while there is
    one (so that the GPU gets it the moment it is ready), else for the oldest batch. */
 #include <stdlib.h>
 #include <string.h>
@@ -122,20 +124,22 @@ static ttp_status keep_block(report_block** slot, size_t n, size_t classes, ttp_
   return TTP_OK;
 }
 
-/* Reports the files whose turn has come and whose results are collected. final: every chunk is
-   collected (numbers past the pool's files, which a failed walk never appended, are skipped). */
-static void report(files_run* r, int final) {
+/* Reports up to `most` files whose turn has come and whose results are collected; returns how
+   many. final: every chunk is collected (numbers past the pool's files, which a failed walk
+   never appended, are skipped). */
+static size_t report(files_run* r, int final, size_t most) {
   size_t capacity = r->p->stream.capacity, classes = (size_t)r->p->model->classes;
   int list_final;
-  size_t known = final ? io_pool_known(r->pool, &list_final) : 0;
-  for (;;) {
-    if (r->order_head == r->order_len && fetch_order(r) == 0) return;
+  size_t known = final ? io_pool_known(r->pool, &list_final) : 0, done = 0;
+  double t0 = clock_seconds();
+  while (done < most) {
+    if (r->order_head == r->order_len && fetch_order(r) == 0) break;
     size_t f = r->order[r->order_head], k = f / capacity, j = f % capacity;
     if (final && f >= known) {
       r->order_head++;
       continue;
     }
-    if (k >= r->collected) return; /* its turn, not yet its results */
+    if (k >= r->collected) break; /* its turn, not yet its results */
     report_block* b = r->blocks[k];
     const char* error = b->copied ? b->errors[j] : b->outcomes[j].status != TTP_OK
                                                        ? b->outcomes[j].error : NULL;
@@ -148,12 +152,14 @@ static void report(files_run* r, int final) {
       r->st.failed++;
       r->callback(r->user, r->reported++, b->paths[j], NULL, NULL, error);
     }
-    r->order_head++;
+    r->order_head++, done++;
     if (--b->left == 0) {
       free_block(b);
       r->blocks[k] = NULL;
     }
   }
+  if (done) r->st.callback_seconds += clock_seconds() - t0;
+  return done;
 }
 
 /* Collects the oldest batch and reports the files whose turn has come: its slot goes back to the
@@ -181,7 +187,7 @@ static ttp_status collect_chunk(files_run* r) {
   r->blocks[k] = files ? &view : NULL;
   r->collected++;
   TRACE_PUSH("hand out results");
-  report(r, 0);
+  report(r, 0, p->stream.capacity); /* more, if more have their turn, when there is time */
   TRACE_POP();
   ttp_status s = TTP_OK;
   if (r->blocks[k]) /* some files wait for their turn */
@@ -189,7 +195,6 @@ static ttp_status collect_chunk(files_run* r) {
   if (s != TTP_OK) r->blocks[k] = NULL;
   io_pool_release(r->pool, k);
   r->st.classify_seconds += t1 - t0;
-  r->st.callback_seconds += clock_seconds() - t1;
   return s;
 }
 
@@ -223,6 +228,8 @@ static ttp_status run_files(files_run* r) {
       TRY(submit_chunk(r, &none));
     } else if (stream_ready(s) || (s->in_flight > 0 && !decoding)) {
       TRY(collect_chunk(r)); /* done, or all there is to wait for */
+    } else if (report(r, 0, s->capacity) > 0) {
+      /* rows whose turn came, in the time there is before waiting */
     } else if (decoding) {
       TRY(submit_chunk(r, &none)); /* waits for its decoding; the batches in flight go on */
     } else {
@@ -270,9 +277,7 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
   int final;
   r.st.files = r.pool ? io_pool_known(r.pool, &final) : 0;
   if (s == TTP_OK) { /* every chunk collected: the files still waiting for their turn */
-    double t0 = clock_seconds();
-    report(&r, 1);
-    r.st.callback_seconds += clock_seconds() - t0;
+    report(&r, 1, (size_t)-1);
     if (r.reported != r.st.files)
       s = ERR(&p->err, TTP_ERR_INTERNAL, "classifying files: %zu of %zu files reported",
               r.reported, r.st.files);

@@ -2,8 +2,10 @@
    extensions matched without regard to case, explicit paths kept as given, symbolic-link loops
    walked once; lists read from a file by lines (with CR LF) or NUL bytes. The walk underneath
    (io/files.h): on a directory of files made in shuffled order, with names that share their
-   first 8 bytes and directories among them, every file found is placed once, never before it
-   is found, and the order placed is ttp_list_files' order, strictly increasing byte-wise. */
+   first 8 bytes and directories among them, whether the consumer is always hungry (every file
+   found as it is read), never (found in order), or now and then, every file found is placed
+   once, never before it is found, and the order placed is ttp_list_files' order, strictly
+   increasing byte-wise. */
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,7 +44,13 @@ enum { MANY = 997 };
 typedef struct walk_record {
   char* found[MANY + 64];
   size_t found_count, placed[MANY + 64], placed_count;
+  int hunger, asked; /* 0 never, 1 always, 2 every other time asked */
 } walk_record;
+
+static int record_hungry(void* user) {
+  walk_record* r = user;
+  return r->hunger == 1 || (r->hunger == 2 && r->asked++ % 2);
+}
 
 static ttp_status record_found(void* user, const char* path, ttp_err* e) {
   (void)e;
@@ -60,26 +68,18 @@ static void record_placed(void* user, size_t found) {
 }
 
 /* io_walk against ttp_list_files on a directory made in shuffled order. */
-static void check_walk_order(void) {
-  mk("many");
-  mk("many/same_prefix_");
-  mk("many/same_prefix_dir");
-  touch("many/same_prefix_/inner.png");
-  touch("many/same_prefix_dir/inner.png");
-  for (int i = 0; i < MANY; i++) {
-    int k = (int)((i * 613L + 5) % MANY); /* 613 and MANY are coprime: each k once */
-    char name[96];
-    snprintf(name, sizeof name, k % 3 ? "many/same_prefix_%d.png" : "many/%d.png", k);
-    touch(name);
-  }
+static void check_walk_order(int hunger) {
   static walk_record r;
+  memset(&r, 0, sizeof r);
+  r.hunger = hunger;
   char root[2048];
   snprintf(root, sizeof root, "%s/many", dir);
   const char* args[1] = {root};
   ttp_list_options o;
   ttp_list_options_init(&o);
   ttp_err e = {0};
-  CHECK(io_walk(args, 1, &o, &(io_walk_fns){record_found, record_placed, &r}, &e) == TTP_OK,
+  io_walk_fns fns = {record_found, record_placed, record_hungry, &r};
+  CHECK(io_walk(args, 1, &o, &fns, &e) == TTP_OK,
         "%s", e.message);
   ttp_file_list l = {0};
   char error[TTP_ERROR_SIZE];
@@ -87,6 +87,7 @@ static void check_walk_order(void) {
   CHECK(r.found_count == MANY + 2 && r.placed_count == MANY + 2 && l.count == MANY + 2,
         "%zu found, %zu placed, %zu listed", r.found_count, r.placed_count, l.count);
   static unsigned char seen[MANY + 64];
+  memset(seen, 0, sizeof seen);
   for (size_t j = 0; j < r.placed_count; j++) {
     CHECK(!seen[r.placed[j]]++, "file %zu placed twice", r.placed[j]);
     const char* path = r.found[r.placed[j]];
@@ -96,7 +97,9 @@ static void check_walk_order(void) {
   }
   size_t in_order = 0; /* the directory's own order is not the sorted one */
   for (size_t j = 0; j < r.placed_count; j++) in_order += r.placed[j] == j;
-  printf("    %zu of %zu files found in their sorted place\n", in_order, r.placed_count);
+  printf("    hunger %d: %zu of %zu files found in their sorted place\n", hunger, in_order,
+         r.placed_count);
+  CHECK(hunger != 0 || in_order == r.placed_count, "never hungry, yet found out of order");
   for (size_t i = 0; i < r.found_count; i++) free(r.found[i]);
   ttp_file_list_free(&l);
 }
@@ -171,7 +174,18 @@ int main(void) {
   CHECK(ttp_read_file_list("/nonexistent/list", 0, &l, error, sizeof error) == TTP_ERR_IO,
         "a missing list was read");
   EXPECT_MESSAGE(error, "/nonexistent/list", "cannot open");
-  check_walk_order();
+  mk("many");
+  mk("many/same_prefix_");
+  mk("many/same_prefix_dir");
+  touch("many/same_prefix_/inner.png");
+  touch("many/same_prefix_dir/inner.png");
+  for (int i = 0; i < MANY; i++) {
+    int k = (int)((i * 613L + 5) % MANY); /* 613 and MANY are coprime: each k once */
+    char name[96];
+    snprintf(name, sizeof name, k % 3 ? "many/same_prefix_%d.png" : "many/%d.png", k);
+    touch(name);
+  }
+  for (int hunger = 0; hunger < 3; hunger++) check_walk_order(hunger);
   test_remove_tree(dir);
   printf("files: walks and lists as specified\n");
   return 0;

@@ -1,7 +1,12 @@
 /* Result writers: CSV quoting per RFC 4180 (paths and labels with commas, quotes, line breaks),
    JSON Lines escaping (quotes, backslashes, control characters, bytes that are not UTF-8), the
    top-k and probability columns, and error rows whose status drops the path the message
-   repeats. The expected text is written out here in full. */
+   repeats. The expected text is written out here in full. The CSV numbers, which the writer
+   formats itself: printf's "%.7f" byte for byte, on floats of every kind (random bit patterns,
+   exact ties of the 8th decimal, the largest below 1, tiny and subnormal ones, negative ones and
+   -0, 10^9 and beyond, infinities, NaN). */
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "tests/common/check.h"
@@ -25,6 +30,66 @@ static char* render(ttp_pipeline* p, ttp_format format, int topk, int probs) {
   CHECK(ttp_writer_close(w) == TTP_OK, "close");
   fclose(f);
   return text;
+}
+
+/* Every number column of CSV rows with all probabilities against snprintf's "%.7f". */
+static void check_numbers(ttp_pipeline* p) {
+  enum { ROWS = 3001, PER_ROW = 12 }; /* probability, spread, ten classes */
+  static float values[ROWS][PER_ROW];
+  static const float special[] = {0.0f, -0.0f, 1.0f, 0.5f, 0.00390625f, 0.99999994f, 1e-8f,
+                                  5e-8f, 4.9999997e-8f, 1.4e-45f, -0.25f, -3e-8f, 999999999.0f,
+                                  1e9f, 3e38f, INFINITY, -INFINITY, NAN};
+  uint64_t state = 0x9e3779b97f4a7c15u;
+  for (int i = 0; i < ROWS; i++)
+    for (int k = 0; k < PER_ROW; k++) {
+      state = state * 6364136223846793005u + 1442695040888963407u;
+      uint32_t bits = (uint32_t)(state >> 32);
+      float v;
+      int kind = (int)(bits % 4);
+      if (kind == 0) { /* any bit pattern below 2 in magnitude */
+        bits &= 0xbfffffffu;
+        memcpy(&v, &bits, sizeof v);
+      } else if (kind == 1) { /* a tie of the 8th decimal or near one: m / 2^n */
+        v = (float)((bits >> 8) % 4096) / (float)(1u << (bits % 13));
+      } else if (kind == 2) { /* uniform in [0, 1) */
+        v = (float)(bits >> 8) / 16777216.0f;
+      } else {
+        v = special[(bits >> 8) % (sizeof special / sizeof *special)];
+      }
+      values[i][k] = v;
+    }
+  char* text = NULL;
+  size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  ttp_writer* w;
+  char error[TTP_ERROR_SIZE];
+  CHECK(ttp_writer_open(p, f, TTP_FORMAT_CSV, 1, 1, &w, error, sizeof error) == TTP_OK, "%s",
+        error);
+  for (int i = 0; i < ROWS; i++) {
+    ttp_result r = {i % 2, values[i][0], values[i][1]}; /* labels without commas */
+    CHECK(ttp_writer_write(w, "x.png", &r, values[i] + 2, NULL) == TTP_OK, "write");
+  }
+  CHECK(ttp_writer_close(w) == TTP_OK, "close");
+  fclose(f);
+  char* line = strchr(text, '\n') + 1; /* past the header */
+  for (int i = 0; i < ROWS; i++) {
+    char* end = strchr(line, '\n');
+    CHECK(end, "row %d missing", i);
+    *end = '\0';
+    char* field = line;
+    for (int skip = 0; skip < 4; skip++) field = strchr(field, ',') + 1; /* path,ok,class,label */
+    for (int k = 0; k < PER_ROW; k++) {
+      char* comma = strchr(field, ',');
+      if (comma) *comma = '\0';
+      char want[64];
+      snprintf(want, sizeof want, "%.7f", (double)values[i][k]);
+      CHECK(strcmp(field, want) == 0, "row %d value %d (%a): wrote %s, printf writes %s", i, k,
+            (double)values[i][k], field, want);
+      field = comma ? comma + 1 : field;
+    }
+    line = end + 1;
+  }
+  free(text);
 }
 
 static void expect_text(const char* what, const char* got, const char* want) {
@@ -72,6 +137,7 @@ int main(void) {
   CHECK(strstr(json, ",\"spread\":null,\"probabilities\":null}"), "%s", json);
   free(json);
 
+  check_numbers(p);
   ttp_writer* w;
   char error[TTP_ERROR_SIZE];
   CHECK(ttp_writer_open(p, stdout, TTP_FORMAT_CSV, 11, 0, &w, error, sizeof error) ==
