@@ -211,7 +211,6 @@ static void flush_placed(io_pool_walk* w) {
 static ttp_status walk_found(void* user, const char* path, ttp_err* e) {
   io_pool_walk* w = user;
   if (w->failed.status != TTP_OK) return (*e = w->failed).status;
-  if (w->m) flush_placed(w); /* a new directory: the last one's order, at once */
   if (w->found == w->cap) { /* room to place it: placed cannot fail */
     size_t cap = w->cap ? 2 * w->cap : 4096;
     pthread_mutex_lock(&w->lock);
@@ -240,6 +239,7 @@ static void walk_placed(void* user, size_t found) {
 static int walk_hungry(void* user) {
   io_pool_walk* w = user;
   flush_found(w); /* what the workers have, then whether it is enough */
+  flush_placed(w); /* asked as a directory's listing starts: the last one's order, at once */
   return io_pool_hungry(w->pool);
 }
 
@@ -296,7 +296,7 @@ ttp_status io_pool_walk_join(io_pool_walk* w, ttp_err* e) {
 
 int io_pool_hungry(io_pool* p) {
   pthread_mutex_lock(&p->lock);
-  int hungry = p->known < p->next + p->chunk;
+  int hungry = p->known < p->next + p->chunk * (size_t)p->window;
   pthread_mutex_unlock(&p->lock);
   return hungry;
 }

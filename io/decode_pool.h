@@ -56,7 +56,8 @@ size_t io_pool_walk_order(io_pool_walk* w, size_t from, size_t* out, size_t max,
    more is read), frees it and returns its status, its message in e. Accepts NULL. */
 ttp_status io_pool_walk_join(io_pool_walk* w, ttp_err* e);
 
-/* Whether fewer than a chunk of files wait for a worker: a walk then finds files early. */
+/* Whether fewer files wait for a worker than the window holds: a walk then finds files early
+   (enough of them that the workers go on while it sorts a directory). */
 int io_pool_hungry(io_pool* pool);
 
 /* The files known so far; *final: whether that is all of them. */
