@@ -16,7 +16,7 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"engine", "NAME", "auto|cpu|cudnn (default auto: cudnn when a GPU is present)"},      \
       {"precision", "P", "fp32|fp16: the GPU engine's precision (default fp32)"},             \
       {"batch", "B", "images per GPU batch, 1..65536 (default 1024)"},                        \
-      {"slots", "K", "pinned transfer slots of the GPU engine, 2..16 (default 3)"},           \
+      {"slots", "K", "pinned transfer slots of the GPU engine, 2..16 (default 3; classify 8)"}, \
       {"no-graph", NULL, "launch each GPU batch eagerly instead of replaying a CUDA Graph"},  \
       {"device", "D", "CUDA device index (default 0)"},                                       \
       {"verbose", NULL, "describe on stderr how the engine runs (algorithms, graphs)"},      \
@@ -32,10 +32,10 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"seed", "S", "seed of the augmentation, 0..2^64-1 (default 0)"},                       \
       {"merge", "MODE", "mean|vote|max|gmean: how the copies' outputs merge (default mean)"}
 
-/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe; *tta receives the augmentation asked
-   for. Returns CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE,
+/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with default_slots unless --slots is
+   given; *tta receives the augmentation asked for. Returns CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE,
    also for settings the library finds out of range, or CLI_EXIT_FATAL). */
-int cli_open_pipeline(const cli_args* a, ttp_pipeline** p, ttp_tta* tta);
+int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, ttp_tta* tta);
 
 /* One line describing the augmentation: "5 copies (copy 0 as it is), shift 2 px, ...". */
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size);

@@ -40,14 +40,14 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
   return CLI_EXIT_OK;
 }
 
-int cli_open_pipeline(const cli_args* a, ttp_pipeline** p, ttp_tta* tta) {
+int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
   static const char* const engines[] = {"auto", "cpu", "cudnn", NULL};
   static const ttp_engine engine_ids[] = {TTP_ENGINE_AUTO, TTP_ENGINE_CPU, TTP_ENGINE_CUDNN};
   static const char* const precisions[] = {"fp32", "fp16", NULL};
   int engine = 0, precision = 0;
-  long threads = 0, batch = o.max_batch, slots = o.slots, device = 0;
+  long threads = 0, batch = o.max_batch, slots = default_slots, device = 0;
   int rc;
   if ((rc = cli_require(a, "model", &o.model_dir)) || (rc = cli_get_choice(a, "engine", engines, &engine)) ||
       (rc = cli_get_choice(a, "precision", precisions, &precision)) ||

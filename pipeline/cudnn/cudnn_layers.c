@@ -3,8 +3,8 @@
 
      conv     cudnnConvolutionForward (cross-correlation, zero padding), then bias_kernel.
               The algorithm: cudnnFindConvolutionForwardAlgorithm at the largest bucket, the
-              fastest that every bucket supports (and, in fp32, that uses no tensor cores: no
-              TF32). fp32: FMA math. fp16: tensor-core math, fp32 accumulation.
+              fastest implicit GEMM that every bucket supports (and, in fp32, that uses no
+              tensor cores: no TF32). fp32: FMA math. fp16: tensor-core math, fp32 accumulation.
      maxpool  cudnnPoolingForward, CUDNN_PROPAGATE_NAN.
      relu     cudnnActivationForward, unless the fc layer before it applies it in its epilogue.
      fc       one cublasLtMatmul over all n rows: D (out x n) = W (in x out)^T X (in x n), the
@@ -88,9 +88,9 @@ static const char* const conv_algo_names[] = {
    max_batch: cudnnFindConvolutionForwardAlgorithm measures at the canonical batch
    (ctx->canonical_rows), and the pick is remembered for the life of the process, so every
    pipeline of a process runs the same arithmetic and an image gets the same bits whatever the
-   batch size. The pick is the lowest-numbered algorithm within 10% of the fastest that every
-   bucket can run (fp32: without tensor cores), so that timing noise rarely changes it between
-   processes either. */
+   batch size. The pick is the lowest-numbered implicit-GEMM algorithm within 10% of the fastest
+   of them that every bucket can run (fp32: without tensor cores), so that timing noise rarely
+   changes it between processes either; both give each output as one fp32 sum. */
 typedef struct conv_choice {
   int key[11];
   cudnnConvolutionFwdAlgo_t algo;
@@ -107,7 +107,13 @@ static int usable(const gpu_context* ctx, const gpu_layer* L, const cudnnConvolu
                   size_t* workspace) {
   int tensor_cores = p->mathType == CUDNN_TENSOR_OP_MATH ||
                      p->mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-  if (p->status != CUDNN_STATUS_SUCCESS || (!ctx->half && tensor_cores)) return 0;
+  /* Implicit GEMM only: each output is a plain sum of products, accumulated in fp32, whatever
+     the batch. FFT and Winograd round through transforms (in fp16, errors of 1e-2 relative were
+     seen on conv2) and their kernels may differ with the batch size, so the bits would too. */
+  int implicit_gemm = p->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+                      p->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  if (p->status != CUDNN_STATUS_SUCCESS || !implicit_gemm || (!ctx->half && tensor_cores))
+    return 0;
   *workspace = 0;
   for (int b = 0; b < ctx->buckets; b++) {
     size_t need;

@@ -12,12 +12,16 @@
      paths         ttp_classify_paths, results dropped;
      paths+writer  ttp_classify_paths with the writer: what `ttapipe classify DIR -o FILE` does;
    files per second (walk + each where the walk is not inside), and each as a share of
-   pool+walk's rate. Medians of --runs.
+   pool+walk's rate; beside each, the CPU time of the whole process over the stage's wall time
+   (cores kept busy) and the calling thread's own CPU time per file (getrusage). Medians of
+   --runs.
    Usage: bench_files --model DIR [--engine cpu|cudnn] [--precision fp32|fp16] [--tta N]
                       [--batch B] [--slots K] [--threads T] [--runs R] PATH... */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "io/decode_pool.h"
 #include "io/files.h"
@@ -26,6 +30,31 @@
 #include "ttapipe.h"
 
 enum { MAX_RUNS = 64 };
+
+/* CPU seconds (user + system) of the process or of the calling thread. */
+static double cpu_seconds(int who) {
+  struct rusage u;
+  if (getrusage(who, &u) != 0) return 0;
+  return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + (double)u.ru_stime.tv_sec +
+         u.ru_stime.tv_usec * 1e-6;
+}
+
+typedef struct stage_clock {
+  double wall, process, caller;
+} stage_clock;
+
+static stage_clock stage_start(void) {
+  return (stage_clock){clock_seconds(), cpu_seconds(RUSAGE_SELF), cpu_seconds(RUSAGE_THREAD)};
+}
+
+/* The stage's wall seconds; cores[r] and caller[r] get the process's CPU over the wall time and
+   the calling thread's CPU seconds. */
+static double stage_stop(stage_clock c, double* cores, double* caller) {
+  double wall = clock_seconds() - c.wall;
+  *cores = (cpu_seconds(RUSAGE_SELF) - c.process) / wall;
+  *caller = cpu_seconds(RUSAGE_THREAD) - c.caller;
+  return wall;
+}
 
 static void drop(void* user, size_t index, const char* path, const ttp_result* r,
                  const float* probs, const char* error) {
@@ -116,17 +145,21 @@ int main(int argc, char** argv) {
   const int walk_inside[STAGES] = {1, 0, 1, 0, 0, 1, 1}; /* else the walk's time is added */
   const char* const* roots = (const char* const*)argv + first_path;
   size_t root_count = (size_t)(argc - first_path), files = 0;
-  double seconds[STAGES][MAX_RUNS];
+  double seconds[STAGES][MAX_RUNS], cores[STAGES][MAX_RUNS], caller[STAGES][MAX_RUNS];
   for (int r = 0; r < runs; r++) {
     ttp_file_list list = {0};
     char error[TTP_ERROR_SIZE];
-    double t0 = clock_seconds();
+    stage_clock c = stage_start();
     CHECK(ttp_list_files(roots, root_count, NULL, &list, error, sizeof error) == TTP_OK, "%s",
           error);
-    seconds[WALK][r] = clock_seconds() - t0;
+    seconds[WALK][r] = stage_stop(c, &cores[WALK][r], &caller[WALK][r]);
     files = list.count;
-    seconds[POOL][r] = pool_alone(&list, NULL, 0, threads ? threads : 16);
-    seconds[POOL_WALK][r] = pool_alone(NULL, roots, root_count, threads ? threads : 16);
+    c = stage_start();
+    pool_alone(&list, NULL, 0, threads ? threads : 16);
+    seconds[POOL][r] = stage_stop(c, &cores[POOL][r], &caller[POOL][r]);
+    c = stage_start();
+    pool_alone(NULL, roots, root_count, threads ? threads : 16);
+    seconds[POOL_WALK][r] = stage_stop(c, &cores[POOL_WALK][r], &caller[POOL_WALK][r]);
     for (int stage = CLASSIFY; stage < STAGES; stage++) {
       int writing = stage == CLASSIFY_WRITER || stage == PATHS_WRITER;
       ttp_writer* w = NULL;
@@ -134,28 +167,33 @@ int main(int argc, char** argv) {
         CHECK(ttp_writer_open(p, null, TTP_FORMAT_CSV, 1, 0, &w, error, sizeof error) == TTP_OK,
               "%s", error);
       ttp_bulk_stats st = {.struct_size = sizeof st};
-      t0 = clock_seconds();
+      c = stage_start();
       ttp_status s = stage <= CLASSIFY_WRITER
           ? ttp_classify_files(p, (const char* const*)list.paths, list.count, NULL, threads,
                                writing ? write_row : drop, w, &st)
           : ttp_classify_paths(p, roots, root_count, NULL, NULL, threads,
                                writing ? write_row : drop, w, &st);
-      seconds[stage][r] = clock_seconds() - t0;
+      seconds[stage][r] = stage_stop(c, &cores[stage][r], &caller[stage][r]);
       CHECK(s == TTP_OK && st.files == files, "%s (%zu files)", ttp_last_error(p), st.files);
       CHECK(ttp_writer_close(w) == TTP_OK, "writing failed");
     }
     ttp_file_list_free(&list);
   }
-  double median[STAGES];
-  for (int stage = 0; stage < STAGES; stage++)
+  double median[STAGES], median_cores[STAGES], median_caller[STAGES];
+  for (int stage = 0; stage < STAGES; stage++) {
     median[stage] = test_quantile(seconds[stage], (size_t)runs, 0.5);
+    median_cores[stage] = test_quantile(cores[stage], (size_t)runs, 0.5);
+    median_caller[stage] = test_quantile(caller[stage], (size_t)runs, 0.5);
+  }
   double ceiling = (double)files / median[POOL_WALK];
-  printf("%zu files, %d threads, median of %d runs (files/s with the walk; %% of pool+walk's):\n",
-         files, threads, runs);
+  printf("%zu files, %d threads, median of %d runs (files/s with the walk; %% of pool+walk's; "
+         "cores busy; the calling thread's CPU per file):\n", files, threads, runs);
   for (int stage = 0; stage < STAGES; stage++) {
     double t = median[stage] + (walk_inside[stage] ? 0 : median[WALK]);
-    printf("  %-16s %8.4f s  %9.0f files/s  %5.1f%%%s\n", names[stage], median[stage], files / t,
-           100 * files / t / ceiling, walk_inside[stage] ? "" : "  (after the walk)");
+    printf("  %-16s %8.4f s  %9.0f files/s  %5.1f%%  %5.2f cores  %6.3f us%s\n", names[stage],
+           median[stage], files / t, 100 * files / t / ceiling, median_cores[stage],
+           1e6 * median_caller[stage] / (double)files,
+           walk_inside[stage] ? "" : "  (after the walk)");
   }
   fclose(null);
   ttp_close(p);
