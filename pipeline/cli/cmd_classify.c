@@ -98,8 +98,8 @@ static int image_options(const cli_args* a, ttp_image_options* o) {
 
 /* The files path shares the slots between the decode workers and the batches in flight: with 3,
    the workers often have one slot to fill; with 8 they have several (bench_files on the H100,
-   2026-11-23: 92 to 99% of the decode pool's own rate instead of 82 to 95%), for 8 pinned slots
-   of max_batch images (6.3 MB at 1024). */
+   2026-11-23, results dropped: 100 to 102% of the decode pool's own rate instead of 94 to 98%),
+   for 8 pinned slots of max_batch images (6.3 MB at 1024). */
 enum { CLASSIFY_SLOTS = 8 };
 
 static void summary(const ttp_bulk_stats* s) {
