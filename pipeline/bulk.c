@@ -13,7 +13,7 @@
    The calling thread, in order of preference: hands every free slot to the pool (the workers
    always have chunks to decode while there are slots); submits the next chunk once it is
    decoded; collects the oldest batch once it is done (its slot goes back to the pool before the
-   callback writes its rows, a chunk's worth at most); reports more rows whose turn has come,
+   callback writes its rows, two chunks' worth at most); reports more rows whose turn has come,
    a chunk's worth at a time; and otherwise waits, for the next chunk's decoding while there is
    one (so that the GPU gets it the moment it is ready), else for the oldest batch. */
 #include <stdlib.h>
@@ -187,7 +187,10 @@ static ttp_status collect_chunk(files_run* r) {
   r->blocks[k] = files ? &view : NULL;
   r->collected++;
   TRACE_PUSH("hand out results");
-  report(r, 0, p->stream.capacity); /* more, if more have their turn, when there is time */
+  /* Up to two chunks' worth: the chunk's own rows and as many that waited for them (in a flat
+     directory, files decoded in its listing's order before it was sorted); more, if more have
+     their turn, when there is time. */
+  report(r, 0, 2 * p->stream.capacity);
   TRACE_POP();
   ttp_status s = TTP_OK;
   if (r->blocks[k]) /* some files wait for their turn */

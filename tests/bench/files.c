@@ -13,8 +13,9 @@
      paths+writer  ttp_classify_paths with the writer: what `ttapipe classify DIR -o FILE` does;
    files per second (walk + each where the walk is not inside), and each as a share of
    pool+walk's rate; beside each, the CPU time of the whole process over the stage's wall time
-   (cores kept busy) and the calling thread's own CPU time per file (getrusage). Medians of
-   --runs.
+   (cores kept busy), the calling thread's own CPU time per file (getrusage) and the share of
+   rows the callback received in the stage's last tenth (a tail of rows that waited shows
+   there). Medians of --runs.
    Usage: bench_files --model DIR [--engine cpu|cudnn] [--precision fp32|fp16] [--tta N]
                       [--batch B] [--slots K] [--threads T] [--runs R] PATH... */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
@@ -56,15 +57,27 @@ static double stage_stop(stage_clock c, double* cores, double* caller) {
   return wall;
 }
 
+/* When each row was handed to the callback (clock_seconds), for the rows' timeline. */
+static double* row_times;
+static size_t row_count;
+
 static void drop(void* user, size_t index, const char* path, const ttp_result* r,
                  const float* probs, const char* error) {
-  (void)user, (void)index, (void)path, (void)r, (void)probs, (void)error;
+  (void)user, (void)path, (void)r, (void)probs, (void)error;
+  if (index < row_count) row_times[index] = clock_seconds();
 }
 
 static void write_row(void* user, size_t index, const char* path, const ttp_result* r,
                       const float* probs, const char* error) {
-  (void)index;
   CHECK(ttp_writer_write(user, path, r, probs, error) == TTP_OK, "writing failed");
+  if (index < row_count) row_times[index] = clock_seconds();
+}
+
+/* The share of rows handed out in the last tenth of a stage that ran from start to end. */
+static double late_rows(double start, double end) {
+  size_t late = 0;
+  for (size_t i = 0; i < row_count; i++) late += row_times[i] > end - 0.1 * (end - start);
+  return row_count ? (double)late / (double)row_count : 0;
 }
 
 /* The decode pool alone: the list's files, or (list NULL) the files of a walk over paths. */
@@ -146,6 +159,7 @@ int main(int argc, char** argv) {
   const char* const* roots = (const char* const*)argv + first_path;
   size_t root_count = (size_t)(argc - first_path), files = 0;
   double seconds[STAGES][MAX_RUNS], cores[STAGES][MAX_RUNS], caller[STAGES][MAX_RUNS];
+  double late[STAGES][MAX_RUNS] = {{0}};
   for (int r = 0; r < runs; r++) {
     ttp_file_list list = {0};
     char error[TTP_ERROR_SIZE];
@@ -167,6 +181,8 @@ int main(int argc, char** argv) {
         CHECK(ttp_writer_open(p, null, TTP_FORMAT_CSV, 1, 0, &w, error, sizeof error) == TTP_OK,
               "%s", error);
       ttp_bulk_stats st = {.struct_size = sizeof st};
+      row_count = files, row_times = realloc(row_times, files * sizeof *row_times);
+      CHECK(row_times, "out of memory");
       c = stage_start();
       ttp_status s = stage <= CLASSIFY_WRITER
           ? ttp_classify_files(p, (const char* const*)list.paths, list.count, NULL, threads,
@@ -174,28 +190,32 @@ int main(int argc, char** argv) {
           : ttp_classify_paths(p, roots, root_count, NULL, NULL, threads,
                                writing ? write_row : drop, w, &st);
       seconds[stage][r] = stage_stop(c, &cores[stage][r], &caller[stage][r]);
+      late[stage][r] = late_rows(c.wall, c.wall + seconds[stage][r]);
       CHECK(s == TTP_OK && st.files == files, "%s (%zu files)", ttp_last_error(p), st.files);
       CHECK(ttp_writer_close(w) == TTP_OK, "writing failed");
     }
     ttp_file_list_free(&list);
   }
-  double median[STAGES], median_cores[STAGES], median_caller[STAGES];
+  double median[STAGES], median_cores[STAGES], median_caller[STAGES], median_late[STAGES];
   for (int stage = 0; stage < STAGES; stage++) {
+    median_late[stage] = test_quantile(late[stage], (size_t)runs, 0.5);
     median[stage] = test_quantile(seconds[stage], (size_t)runs, 0.5);
     median_cores[stage] = test_quantile(cores[stage], (size_t)runs, 0.5);
     median_caller[stage] = test_quantile(caller[stage], (size_t)runs, 0.5);
   }
   double ceiling = (double)files / median[POOL_WALK];
   printf("%zu files, %d threads, median of %d runs (files/s with the walk; %% of pool+walk's; "
-         "cores busy; the calling thread's CPU per file):\n", files, threads, runs);
+         "cores busy; the calling thread's CPU per file; rows handed out in the stage's last "
+         "tenth):\n", files, threads, runs);
   for (int stage = 0; stage < STAGES; stage++) {
     double t = median[stage] + (walk_inside[stage] ? 0 : median[WALK]);
-    printf("  %-16s %8.4f s  %9.0f files/s  %5.1f%%  %5.2f cores  %6.3f us%s\n", names[stage],
-           median[stage], files / t, 100 * files / t / ceiling, median_cores[stage],
-           1e6 * median_caller[stage] / (double)files,
+    printf("  %-16s %8.4f s  %9.0f files/s  %5.1f%%  %5.2f cores  %6.3f us  %5.1f%%%s\n",
+           names[stage], median[stage], files / t, 100 * files / t / ceiling, median_cores[stage],
+           1e6 * median_caller[stage] / (double)files, 100 * median_late[stage],
            walk_inside[stage] ? "" : "  (after the walk)");
   }
   fclose(null);
+  free(row_times);
   ttp_close(p);
   return 0;
 }

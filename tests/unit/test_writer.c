@@ -92,6 +92,52 @@ static void check_numbers(ttp_pipeline* p) {
   free(text);
 }
 
+/* Rows longer than the writer's row buffer: paths of random lengths up to 3,000 bytes, many of
+   them quoted, each row against the same row assembled here. */
+static void check_long_rows(ttp_pipeline* p) {
+  test_rng rng = {77};
+  char* text = NULL;
+  size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  ttp_writer* w;
+  char error[TTP_ERROR_SIZE];
+  CHECK(ttp_writer_open(p, f, TTP_FORMAT_CSV, 1, 0, &w, error, sizeof error) == TTP_OK, "%s", error);
+  enum { ROWS = 37, LONGEST = 3001 };
+  char path[LONGEST + 1], want[2 * LONGEST + 64];
+  size_t expected_size = strlen("path,status,class,label,probability\n");
+  char* expected = malloc(ROWS * sizeof want + expected_size + 1);
+  CHECK(expected, "out of memory");
+  strcpy(expected, "path,status,class,label,probability\n");
+  float v[10] = {0.01f, 0.05f, 0.6f, 0.02f, 0.03f, 0.01f, 0.2f, 0.04f, 0.02f, 0.02f};
+  ttp_result r = {2, 0.6f, 0.125f};
+  for (int i = 0; i < ROWS; i++) {
+    int n = test_int(&rng, 1, LONGEST), quoted = 0;
+    for (int j = 0; j < n; j++) {
+      int k = test_int(&rng, 0, 99);
+      path[j] = k == 0 ? '"' : k == 1 ? ',' : (char)('a' + k % 26);
+      quoted |= k < 2;
+    }
+    path[n] = '\0';
+    size_t m = 0;
+    if (quoted) want[m++] = '"';
+    for (int j = 0; j < n; j++) {
+      if (path[j] == '"') want[m++] = '"';
+      want[m++] = path[j];
+    }
+    if (quoted) want[m++] = '"';
+    m += (size_t)snprintf(want + m, sizeof want - m, ",ok,2,\"two, \"\"2\"\"\",0.6000000\n");
+    memcpy(expected + expected_size, want, m + 1);
+    expected_size += m;
+    CHECK(ttp_writer_write(w, path, &r, v, NULL) == TTP_OK, "write");
+  }
+  CHECK(ttp_writer_close(w) == TTP_OK, "close");
+  fclose(f);
+  CHECK(size == expected_size && memcmp(text, expected, size) == 0, "long rows differ (%zu bytes, "
+        "want %zu)", size, expected_size);
+  free(text);
+  free(expected);
+}
+
 static void expect_text(const char* what, const char* got, const char* want) {
   if (strcmp(got, want) != 0) {
     fprintf(stderr, "%s:\n--- got ---\n%s--- want ---\n%s", what, got, want);
@@ -138,6 +184,7 @@ int main(void) {
   free(json);
 
   check_numbers(p);
+  check_long_rows(p);
   ttp_writer* w;
   char error[TTP_ERROR_SIZE];
   CHECK(ttp_writer_open(p, stdout, TTP_FORMAT_CSV, 11, 0, &w, error, sizeof error) ==
