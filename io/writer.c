@@ -16,44 +16,19 @@ struct ttp_writer {
   int* order; /* classes: indices by falling probability */
 };
 
-/* ---- a CSV row, built in memory and written with one fwrite (not a locked stdio call per
-   field: those were most of a row's time) ---------------------------------------------------- */
+/* ---- quoting ----------------------------------------------------------------------------------- */
 
-typedef struct row {
-  FILE* f;
-  size_t n;
-  char b[1024];
-} row;
-
-static void row_flush(row* r) {
-  if (r->n) fwrite(r->b, 1, r->n, r->f);
-  r->n = 0;
-}
-
-static void row_put(row* r, const char* s, size_t n) {
-  while (n) {
-    if (r->n == sizeof r->b) row_flush(r);
-    size_t k = sizeof r->b - r->n < n ? sizeof r->b - r->n : n;
-    memcpy(r->b + r->n, s, k);
-    r->n += k, s += k, n -= k;
-  }
-}
-
-static void row_text(row* r, const char* s) { row_put(r, s, strlen(s)); }
-
-static void row_char(row* r, char c) { row_put(r, &c, 1); }
-
-static void csv_field(row* r, const char* s) {
+static void csv_field(FILE* f, const char* s) {
   if (!strpbrk(s, ",\"\r\n")) {
-    row_text(r, s);
+    fputs(s, f);
     return;
   }
-  row_char(r, '"');
+  fputc('"', f);
   for (; *s; s++) {
-    if (*s == '"') row_char(r, '"');
-    row_char(r, *s);
+    if (*s == '"') fputc('"', f);
+    fputc(*s, f);
   }
-  row_char(r, '"');
+  fputc('"', f);
 }
 
 /* ---- numbers ----------------------------------------------------------------------------------- *
@@ -158,24 +133,18 @@ ttp_status ttp_writer_open(const ttp_pipeline* p, FILE* out, ttp_format format, 
   if (w) {
     *w = (ttp_writer){p, out, format, topk, probabilities != 0, m->classes, w->order};
     if (format == TTP_FORMAT_CSV) {
-      row r = {.f = out};
-      row_text(&r, "path,status,class,label,probability");
-      for (int k = 2; k <= topk; k++) {
-        char name[64];
-        snprintf(name, sizeof name, ",class_%d,label_%d,probability_%d", k, k, k);
-        row_text(&r, name);
-      }
+      fputs("path,status,class,label,probability", out);
+      for (int k = 2; k <= topk; k++) fprintf(out, ",class_%d,label_%d,probability_%d", k, k, k);
       if (probabilities) {
-        row_text(&r, ",spread");
+        fputs(",spread", out);
         for (int c = 0; c < m->classes; c++) {
           char name[256];
           snprintf(name, sizeof name, "p_%s", ttp_class_label(p, c));
-          row_char(&r, ',');
-          csv_field(&r, name);
+          fputc(',', out);
+          csv_field(out, name);
         }
       }
-      row_char(&r, '\n');
-      row_flush(&r);
+      fputc('\n', out);
     }
     *writer = w;
   }
@@ -200,18 +169,17 @@ static void rank(ttp_writer* w, const ttp_result* r, const float* probs) {
 
 static void write_csv(ttp_writer* w, const char* path, const ttp_result* r, const float* probs,
                       const char* error) {
-  row out = {.f = w->out};
-  csv_field(&out, path);
-  row_char(&out, ',');
+  FILE* f = w->out;
+  csv_field(f, path);
+  fputc(',', f);
   if (error || !r) {
-    csv_field(&out, error ? status_of(path, error) : "error");
+    csv_field(f, error ? status_of(path, error) : "error");
     int empty = 3 * w->topk + (w->probabilities ? 1 + w->classes : 0);
-    for (int i = 0; i < empty; i++) row_char(&out, ',');
-    row_char(&out, '\n');
-    row_flush(&out);
+    for (int i = 0; i < empty; i++) fputc(',', f);
+    fputc('\n', f);
     return;
   }
-  row_text(&out, "ok");
+  fputs("ok", f);
   char num[64];
   for (int k = 0; k < w->topk; k++) {
     int c = w->order[k];
@@ -219,20 +187,19 @@ static void write_csv(ttp_writer* w, const char* path, const ttp_result* r, cons
     num[0] = ',';
     int n = 1 + put_int(num + 1, c);
     num[n++] = ',';
-    row_put(&out, num, (size_t)n);
-    csv_field(&out, ttp_class_label(w->p, c));
+    fwrite(num, 1, (size_t)n, f);
+    csv_field(f, ttp_class_label(w->p, c));
     n = 1 + put_fixed7(num + 1, p);
-    row_put(&out, num, (size_t)n);
+    fwrite(num, 1, (size_t)n, f);
   }
   if (w->probabilities) {
     for (int c = -1; c < w->classes; c++) { /* the spread first */
       num[0] = ',';
       int n = 1 + put_fixed7(num + 1, c < 0 ? r->spread : probs[c]);
-      row_put(&out, num, (size_t)n);
+      fwrite(num, 1, (size_t)n, f);
     }
   }
-  row_char(&out, '\n');
-  row_flush(&out);
+  fputc('\n', f);
 }
 
 static void write_json(ttp_writer* w, const char* path, const ttp_result* r, const float* probs,

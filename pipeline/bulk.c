@@ -201,8 +201,9 @@ static ttp_status collect_chunk(files_run* r) {
   return s;
 }
 
-/* Waits for the next chunk's decoding and submits it; *none: the list ended before it. */
-static ttp_status submit_chunk(files_run* r, int* none) {
+/* Waits for the next chunk's decoding and submits it; nothing when the list ended before it
+   (chunks_known says so from then on). */
+static ttp_status submit_chunk(files_run* r) {
   const io_outcome* outcomes;
   const char* const* paths;
   size_t n;
@@ -212,7 +213,6 @@ static ttp_status submit_chunk(files_run* r, int* none) {
   TRACE_POP();
   double t1 = clock_seconds();
   r->st.waiting_seconds += t1 - t0;
-  *none = n == 0;
   if (n == 0) return TTP_OK;
   TRY(stream_submit(&r->p->stream, n, &r->p->err));
   r->submitted++;
@@ -226,19 +226,18 @@ static ttp_status run_files(files_run* r) {
     provide_slots(r);
     size_t chunks = chunks_known(r);
     if (r->collected == chunks) return TTP_OK;
-    int decoding = r->submitted < r->provided && r->submitted < chunks, none = 0;
+    int decoding = r->submitted < r->provided && r->submitted < chunks;
     if (decoding && io_pool_ready(r->pool, r->submitted)) {
-      TRY(submit_chunk(r, &none));
+      TRY(submit_chunk(r));
     } else if (stream_ready(s) || (s->in_flight > 0 && !decoding)) {
       TRY(collect_chunk(r)); /* done, or all there is to wait for */
     } else if (report(r, 0, s->capacity) > 0) {
       /* rows whose turn came, in the time there is before waiting */
     } else if (decoding) {
-      TRY(submit_chunk(r, &none)); /* waits for its decoding; the batches in flight go on */
+      TRY(submit_chunk(r)); /* waits for its decoding; the batches in flight go on */
     } else {
       return ERR(&r->p->err, TTP_ERR_INTERNAL, "classifying files: nothing to wait for");
     }
-    (void)none; /* an empty last chunk: the list is final now, chunks_known says so */
   }
 }
 

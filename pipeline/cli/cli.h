@@ -32,8 +32,8 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"seed", "S", "seed of the augmentation, 0..2^64-1 (default 0)"},                       \
       {"merge", "MODE", "mean|vote|max|gmean: how the copies' outputs merge (default mean)"}
 
-/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with default_slots unless --slots is
-   given; *tta receives the augmentation asked for. Returns CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE,
+/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with default_slots (0: the library's
+   default) unless --slots is given; *tta receives the augmentation asked for. Returns CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE,
    also for settings the library finds out of range, or CLI_EXIT_FATAL). */
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, ttp_tta* tta);
 

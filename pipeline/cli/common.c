@@ -47,7 +47,8 @@ int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, tt
   static const ttp_engine engine_ids[] = {TTP_ENGINE_AUTO, TTP_ENGINE_CPU, TTP_ENGINE_CUDNN};
   static const char* const precisions[] = {"fp32", "fp16", NULL};
   int engine = 0, precision = 0;
-  long threads = 0, batch = o.max_batch, slots = default_slots, device = 0;
+  long threads = 0, batch = o.max_batch, slots = default_slots ? default_slots : o.slots;
+  long device = 0;
   int rc;
   if ((rc = cli_require(a, "model", &o.model_dir)) || (rc = cli_get_choice(a, "engine", engines, &engine)) ||
       (rc = cli_get_choice(a, "precision", precisions, &precision)) ||
