@@ -92,8 +92,8 @@ static void check_numbers(ttp_pipeline* p) {
   free(text);
 }
 
-/* Rows longer than the writer's row buffer: paths of random lengths up to 3,000 bytes, many of
-   them quoted, each row against the same row assembled here. */
+/* Many rows, each against the same row assembled here: paths of random lengths up to 3,000 bytes
+   (many of them quoted), error rows among them, and one path of 100,000 bytes. */
 static void check_long_rows(ttp_pipeline* p) {
   test_rng rng = {77};
   char* text = NULL;
@@ -102,16 +102,17 @@ static void check_long_rows(ttp_pipeline* p) {
   ttp_writer* w;
   char error[TTP_ERROR_SIZE];
   CHECK(ttp_writer_open(p, f, TTP_FORMAT_CSV, 1, 0, &w, error, sizeof error) == TTP_OK, "%s", error);
-  enum { ROWS = 37, LONGEST = 3001 };
-  char path[LONGEST + 1], want[2 * LONGEST + 64];
+  enum { ROWS = 1999, LONG = 3001, HUGE_ROW = 777, HUGE = 100001 };
+  char* path = malloc(HUGE + 1);
+  char* want = malloc(2 * HUGE + 64);
   size_t expected_size = strlen("path,status,class,label,probability\n");
-  char* expected = malloc(ROWS * sizeof want + expected_size + 1);
-  CHECK(expected, "out of memory");
+  char* expected = malloc((size_t)ROWS * (2 * LONG + 64) + 2 * HUGE + expected_size + 1);
+  CHECK(path && want && expected, "out of memory");
   strcpy(expected, "path,status,class,label,probability\n");
   float v[10] = {0.01f, 0.05f, 0.6f, 0.02f, 0.03f, 0.01f, 0.2f, 0.04f, 0.02f, 0.02f};
   ttp_result r = {2, 0.6f, 0.125f};
   for (int i = 0; i < ROWS; i++) {
-    int n = test_int(&rng, 1, LONGEST), quoted = 0;
+    int n = i == HUGE_ROW ? HUGE : test_int(&rng, 1, LONG), quoted = 0, failed = i % 7 == 3;
     for (int j = 0; j < n; j++) {
       int k = test_int(&rng, 0, 99);
       path[j] = k == 0 ? '"' : k == 1 ? ',' : (char)('a' + k % 26);
@@ -125,10 +126,14 @@ static void check_long_rows(ttp_pipeline* p) {
       want[m++] = path[j];
     }
     if (quoted) want[m++] = '"';
-    m += (size_t)snprintf(want + m, sizeof want - m, ",ok,2,\"two, \"\"2\"\"\",0.6000000\n");
+    m += (size_t)snprintf(want + m, 64, failed ? ",unreadable %d,,,\n"
+                                               : ",ok,2,\"two, \"\"2\"\"\",0.6000000\n", i);
     memcpy(expected + expected_size, want, m + 1);
     expected_size += m;
-    CHECK(ttp_writer_write(w, path, &r, v, NULL) == TTP_OK, "write");
+    char message[64];
+    snprintf(message, sizeof message, "unreadable %d", i);
+    CHECK(ttp_writer_write(w, path, failed ? NULL : &r, failed ? NULL : v,
+                           failed ? message : NULL) == TTP_OK, "write");
   }
   CHECK(ttp_writer_close(w) == TTP_OK, "close");
   fclose(f);
@@ -136,6 +141,26 @@ static void check_long_rows(ttp_pipeline* p) {
         "want %zu)", size, expected_size);
   free(text);
   free(expected);
+  free(want);
+  free(path);
+}
+
+/* A stream that fails (/dev/full: no space): the row whose buffer could not be written and the
+   close say so. */
+static void check_failing_stream(ttp_pipeline* p) {
+  FILE* f = fopen("/dev/full", "w");
+  if (!f) return; /* not every system has it */
+  ttp_writer* w;
+  char error[TTP_ERROR_SIZE];
+  CHECK(ttp_writer_open(p, f, TTP_FORMAT_CSV, 1, 0, &w, error, sizeof error) == TTP_OK, "%s", error);
+  float v[10] = {0.01f, 0.05f, 0.6f, 0.02f, 0.03f, 0.01f, 0.2f, 0.04f, 0.02f, 0.02f};
+  ttp_result r = {2, 0.6f, 0.125f};
+  ttp_status s = TTP_OK;
+  for (int i = 0; i < 200000 && s == TTP_OK; i++)
+    s = ttp_writer_write(w, "a/rather/long/path/to/an/image/file.png", &r, v, NULL);
+  CHECK(s == TTP_ERR_IO, "200,000 rows to a full device: no write failed (%d)", (int)s);
+  CHECK(ttp_writer_close(w) == TTP_ERR_IO, "a full device's close did not fail");
+  fclose(f);
 }
 
 static void expect_text(const char* what, const char* got, const char* want) {
@@ -185,6 +210,7 @@ int main(void) {
 
   check_numbers(p);
   check_long_rows(p);
+  check_failing_stream(p);
   ttp_writer* w;
   char error[TTP_ERROR_SIZE];
   CHECK(ttp_writer_open(p, stdout, TTP_FORMAT_CSV, 11, 0, &w, error, sizeof error) ==
