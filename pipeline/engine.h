@@ -50,10 +50,13 @@ struct gpu_network_ops; /* graph/runner.h: a GPU engine's network */
 
 typedef struct engine_entry {
   ttp_engine id;    /* the value callers name it by (ttapipe.h) */
-  const char* name; /* "cpu", "cudnn" */
+  const char* name; /* "cpu", "cudnn", "fused" */
   /* Whether the engine runs layer l under options c; if not, why (one phrase) into why. NULL
      where this build cannot run the engine at all. */
   int (*supports)(const model_layer* l, const engine_config* c, char* why, size_t n);
+  /* Whether the engine runs the model as a whole (its order of layers, its sizes) under c; if
+     not, why into why. NULL: every model whose layers it supports. */
+  int (*supports_model)(const model* m, const engine_config* c, char* why, size_t n);
   const host_engine_ops* host;            /* a host engine, or NULL */
   const struct gpu_network_ops* network;  /* a GPU engine's network, or NULL (also a GPU engine
                                              in a CPU-only build) */
@@ -71,8 +74,9 @@ const engine_entry* engine_find(ttp_engine id);
 /* The engines TTP_ENGINE_AUTO tries, best first; NULL-terminated. */
 extern const engine_entry* const engine_preference[];
 
-/* TTP_OK if the engine supports every layer of m under c; else TTP_ERR_MODEL with one line
-   naming the first layer it cannot run and the engine. */
+/* TTP_OK if the engine supports every layer of m, and m as a whole, under c; else
+   TTP_ERR_MODEL with one line naming the engine and the first layer it cannot run, or why it
+   cannot run the model. */
 ttp_status engine_check_model(const engine_entry* engine, const model* m, const engine_config* c,
                               ttp_err* e);
 

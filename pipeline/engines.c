@@ -9,6 +9,7 @@
 #if TTAPIPE_HAVE_CUDA
 #include "../graph/runner.h"
 #include "cudnn/cudnn_engine.h"
+#include "fused/fused_engine.h"
 #endif
 
 static const engine_entry cpu_entry = {
@@ -27,13 +28,21 @@ static const engine_entry cudnn_entry = {
     .network = &cudnn_network,
     .run_layer = cudnn_run_layer,
 };
+static const engine_entry fused_entry = {
+    .id = TTP_ENGINE_FUSED,
+    .name = "fused",
+    .supports = fused_supports,
+    .supports_model = fused_supports_model,
+    .network = &fused_network,
+};
 #else
 static const engine_entry cudnn_entry = {.id = TTP_ENGINE_CUDNN, .name = "cudnn"};
+static const engine_entry fused_entry = {.id = TTP_ENGINE_FUSED, .name = "fused"};
 #endif
 
 /* Values ttapipe.h reserves and never reuses: 3 was the naive baseline, now a benchmark
    (tests/bench/naive.c). */
-static const engine_entry* const registry[] = {&cpu_entry, &cudnn_entry};
+static const engine_entry* const registry[] = {&cpu_entry, &cudnn_entry, &fused_entry};
 
 const engine_entry* const engine_preference[] = {&cudnn_entry, &cpu_entry, NULL};
 
@@ -48,12 +57,13 @@ ttp_status engine_check_model(const engine_entry* engine, const model* m, const 
   if (!engine->supports)
     return ERR(e, TTP_ERR_NO_GPU, "engine %s: this ttapipe was built without GPU support "
                "(TTAPIPE_CUDA=OFF)", engine->name);
-  for (int i = 0; i < m->layer_count; i++) {
-    char why[160] = "";
+  char why[320] = "";
+  for (int i = 0; i < m->layer_count; i++)
     if (!engine->supports(&m->layers[i], c, why, sizeof why))
       return ERR(e, TTP_ERR_MODEL, "engine %s cannot run layer %s (%s): %s", engine->name,
                  m->layers[i].name, model_op_name(m->layers[i].op), why);
-  }
+  if (engine->supports_model && !engine->supports_model(m, c, why, sizeof why))
+    return ERR(e, TTP_ERR_MODEL, "engine %s cannot run this model: %s", engine->name, why);
   return TTP_OK;
 }
 

@@ -164,8 +164,11 @@ typedef enum ttp_engine {
   TTP_ENGINE_CUDNN = 2, /* cuDNN and cuBLAS on a GPU, each batch one CUDA Graph */
   TTP_ENGINE_RESERVED_3 = 3 /* was TTP_ENGINE_NAIVE: NVIDIA's sample's way of driving the
                            layers is a benchmark now (tests/bench/naive.c); ttp_open refuses it,
-                           and the value is never reused */
-  /* Appended as engines arrive (4 and up); values never change. */
+                           and the value is never reused */,
+  TTP_ENGINE_FUSED = 4  /* ttapipe's own kernels on a GPU for LeNet-shaped models (README,
+                           "Engines"): three launches for the whole augmented pass, each batch
+                           one CUDA Graph; fp32 */
+  /* Appended as engines arrive; values never change. */
 } ttp_engine;
 
 typedef enum ttp_precision {

@@ -13,7 +13,7 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
 /* The options of every subcommand that opens a model, for its option table. */
 #define CLI_PIPELINE_OPTIONS                                                                   \
   {"model", "DIR", "model directory in the mnistCUDNN layout (required)"},                     \
-      {"engine", "NAME", "auto|cpu|cudnn (default auto: cudnn when a GPU is present)"},      \
+      {"engine", "NAME", "auto|cpu|cudnn|fused (default auto: the best that runs the model)"},      \
       {"precision", "P", "fp32|fp16: the GPU engine's precision (default fp32)"},             \
       {"batch", "B", "images per GPU batch, 1..65536 (default 1024)"},                        \
       {"slots", "K", "pinned transfer slots of the GPU engine, 2..16 (default 3; classify 8)"}, \
@@ -35,6 +35,10 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
 /* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with default_slots (0: the library's
    default) unless --slots is given; *tta receives the augmentation asked for. Returns CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE,
    also for settings the library finds out of range, or CLI_EXIT_FATAL). */
+/* The --engine names and their values, NULL-terminated names. */
+extern const char* const cli_engine_names[];
+extern const ttp_engine cli_engine_ids[];
+
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, ttp_tta* tta);
 
 /* One line describing the augmentation: "5 copies (copy 0 as it is), shift 2 px, ...". */

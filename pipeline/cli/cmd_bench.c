@@ -17,8 +17,8 @@
 static const cli_option bench_options[] = {
     {"model", "DIR", "model directory in the mnistCUDNN layout (required)"},
     {"images", "FILE", "an IDX image file to cycle through (default: random images)"},
-    {"engine", "LIST", "engines, comma-separated: cpu,cudnn (default cudnn with a GPU, else "
-                       "cpu)"},
+    {"engine", "LIST", "engines, comma-separated: cpu,cudnn,fused (default cudnn with a GPU, "
+                       "else cpu)"},
     {"precision", "LIST", "fp32,fp16 (default fp32; the CPU engine is fp32 only)"},
     {"batch", "LIST", "batch sizes (default 1,64,1024)"},
     {"tta", "LIST", "TTA copies per image (default 5)"},
@@ -84,7 +84,8 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   ttp_options o;
   ttp_options_init(&o);
   o.model_dir = b->model;
-  o.engine = strcmp(engine, "cpu") == 0 ? TTP_ENGINE_CPU : TTP_ENGINE_CUDNN;
+  for (int i = 1; cli_engine_names[i]; i++)
+    if (strcmp(engine, cli_engine_names[i]) == 0) o.engine = cli_engine_ids[i];
   o.precision = strcmp(precision, "fp16") == 0 ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
   o.max_batch = batch;
   o.slots = b->slots;
@@ -233,8 +234,9 @@ static int run_bench(const cli_args* a) {
     if (strcmp(engines[i], "naive") == 0)
       return cli_usage_error(a->command, "--engine: the naive baseline is a benchmark program "
                              "now: build/tests/bench_naive (tests/bench/naive.c)");
-    if (strcmp(engines[i], "cpu") && strcmp(engines[i], "cudnn"))
-      return cli_usage_error(a->command, "--engine: unknown engine '%s'", engines[i]);
+    int known = 0;
+    for (int k = 1; cli_engine_names[k]; k++) known |= strcmp(engines[i], cli_engine_names[k]) == 0;
+    if (!known) return cli_usage_error(a->command, "--engine: unknown engine '%s'", engines[i]);
   }
   for (int i = 0; i < np; i++)
     if (strcmp(precisions[i], "fp32") && strcmp(precisions[i], "fp16"))

@@ -40,23 +40,25 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
   return CLI_EXIT_OK;
 }
 
+const char* const cli_engine_names[] = {"auto", "cpu", "cudnn", "fused", NULL};
+const ttp_engine cli_engine_ids[] = {TTP_ENGINE_AUTO, TTP_ENGINE_CPU, TTP_ENGINE_CUDNN,
+                                     TTP_ENGINE_FUSED};
+
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
-  static const char* const engines[] = {"auto", "cpu", "cudnn", NULL};
-  static const ttp_engine engine_ids[] = {TTP_ENGINE_AUTO, TTP_ENGINE_CPU, TTP_ENGINE_CUDNN};
   static const char* const precisions[] = {"fp32", "fp16", NULL};
   int engine = 0, precision = 0;
   long threads = 0, batch = o.max_batch, slots = default_slots ? default_slots : o.slots;
   long device = 0;
   int rc;
-  if ((rc = cli_require(a, "model", &o.model_dir)) || (rc = cli_get_choice(a, "engine", engines, &engine)) ||
+  if ((rc = cli_require(a, "model", &o.model_dir)) || (rc = cli_get_choice(a, "engine", cli_engine_names, &engine)) ||
       (rc = cli_get_choice(a, "precision", precisions, &precision)) ||
       (rc = cli_get_long(a, "batch", 1, 65536, &batch)) || (rc = cli_get_long(a, "slots", 2, 16, &slots)) ||
       (rc = cli_get_long(a, "device", 0, 1023, &device)) ||
       (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = tta_from_args(a, tta)))
     return rc;
-  o.engine = engine_ids[engine];
+  o.engine = cli_engine_ids[engine];
   o.precision = precision ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
   o.max_batch = (int)batch;
   o.slots = (int)slots;

@@ -1,9 +1,10 @@
-/* What the cudnn engine asks of the CUDA driver between batches. CUPTI's driver-API callbacks
+/* What the GPU engines (cudnn, fused) ask of the CUDA driver between batches. CUPTI's driver-API callbacks
    count every driver call the process makes (ours, cuDNN's and cuBLAS's alike) while the
    pipeline classifies, after ttp_open and a first call. Between batches there must be no memory
    allocated or freed (device or pinned), no device or stream synchronisation, no synchronous
    copy, no capture or instantiation: the host waits on the GPU only through cuEventSynchronize,
-   to recycle a slot, at most once per batch. For each precision, graphs on and off.
+   to recycle a slot, at most once per batch. For each engine and precision it runs, graphs on
+   and off.
    Usage: test_gpu_calls MODEL_DIR_OR_EMPTY. Skipped (77) without a GPU. */
 #include <cupti.h>
 #include <string.h>
@@ -57,15 +58,15 @@ static int forbidden(const char* name) {
   return 0;
 }
 
-static void check_run(const char* model_dir, ttp_precision precision, int no_graph,
-                      const uint8_t* images, size_t count) {
+static void check_run(const char* model_dir, ttp_engine engine, ttp_precision precision,
+                      int no_graph, const uint8_t* images, size_t count) {
   ttp_tta tta;
   ttp_tta_init(&tta);
   tta.copies = 5;
   ttp_options o;
   ttp_options_init(&o);
   o.model_dir = model_dir;
-  o.engine = TTP_ENGINE_CUDNN;
+  o.engine = engine;
   o.precision = precision;
   o.max_batch = 512;
   o.slots = 3;
@@ -92,7 +93,8 @@ static void check_run(const char* model_dir, ttp_precision precision, int no_gra
   cuptiUnsubscribe(subscriber);
   ttp_close(p);
 
-  printf("%s, %s: %zu batches; driver calls:", precision ? "fp16" : "fp32",
+  printf("%s, %s, %s: %zu batches; driver calls:", engine == TTP_ENGINE_FUSED ? "fused" : "cudnn",
+         precision ? "fp16" : "fp32",
          no_graph ? "eager" : "graphs", batches);
   long bad = 0, waits = 0;
   for (int i = 0; i < names; i++) {
@@ -122,7 +124,9 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < count * 784; i++) images[i] = (uint8_t)test_int(&rng, 0, 255);
   for (int precision = 0; precision < 2; precision++)
     for (int no_graph = 0; no_graph < 2; no_graph++)
-      check_run(dir, (ttp_precision)precision, no_graph, images, count);
+      check_run(dir, TTP_ENGINE_CUDNN, (ttp_precision)precision, no_graph, images, count);
+  for (int no_graph = 0; no_graph < 2; no_graph++) /* the fused engine: fp32 */
+    check_run(dir, TTP_ENGINE_FUSED, TTP_PRECISION_FP32, no_graph, images, count);
   test_remove_tree(dir);
   free(dir);
   free(images);

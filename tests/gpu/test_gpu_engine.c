@@ -1,4 +1,4 @@
-/* The cudnn engine against the CPU reference, with test-time augmentation (N = 5):
+/* A GPU engine (cudnn or fused) against the CPU reference, with test-time augmentation (N = 5):
      - merged probabilities within 1e-4 (fp32) and 1e-2 (fp16) of the CPU engine's, and the same
        class wherever the CPU's top-two margin exceeds that tolerance;
      - graph replay and eager launches give the same bits;
@@ -6,8 +6,9 @@
        same bits whether an image goes through in a batch of 1024, of 37 or alone);
      - every merge mode agrees with the CPU's.
    On NVIDIA's model and the 10,000 MNIST test images when SHARED_DATASETS_DIR has them, else on a
-   generated model and 3001 random images. Usage: test_cudnn_engine SHARED_DATASETS_DIR.
-   Skipped (77) without a GPU. */
+   generated model and 3001 random images. fp32 and fp16 for the engines that run both (the fused
+   engine: fp32, and fp16 refused with one line). Usage: test_gpu_engine SHARED_DATASETS_DIR
+   cudnn|fused. Skipped (77) without a GPU. */
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -113,7 +114,10 @@ static void expect_close(const char* what, outputs gpu, outputs cpu, size_t n, d
 }
 
 int main(int argc, char** argv) {
-  CHECK(argc == 2, "usage: %s SHARED_DATASETS_DIR", argv[0]);
+  CHECK(argc == 3 && (!strcmp(argv[2], "cudnn") || !strcmp(argv[2], "fused")),
+        "usage: %s SHARED_DATASETS_DIR cudnn|fused", argv[0]);
+  const ttp_engine engine = strcmp(argv[2], "fused") ? TTP_ENGINE_CUDNN : TTP_ENGINE_FUSED;
+  const int precisions = engine == TTP_ENGINE_FUSED ? 1 : 2;
   if (ttp_gpu_count() == 0) {
     printf("skipped: no CUDA device\n");
     return TEST_SKIP;
@@ -143,12 +147,12 @@ int main(int argc, char** argv) {
   classes = 10;
 
   run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN};
-  run_spec fp32 = {TTP_ENGINE_CUDNN, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN};
+  run_spec fp32 = {engine, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN};
   run_spec fp16 = fp32;
   fp16.precision = TTP_PRECISION_FP16;
   outputs ref = classify(cpu, count, 0);
 
-  for (int half = 0; half < 2; half++) {
+  for (int half = 0; half < precisions; half++) {
     run_spec base = half ? fp16 : fp32;
     const char* name = half ? "fp16" : "fp32";
     char what[96];
@@ -198,6 +202,24 @@ int main(int argc, char** argv) {
     release(b);
   }
   release(ref);
+  if (precisions == 1) { /* fp16 refused by name, in one line; auto goes to another engine */
+    ttp_options o;
+    ttp_options_init(&o);
+    o.model_dir = model_dir;
+    o.engine = engine;
+    o.precision = TTP_PRECISION_FP16;
+    ttp_pipeline* p = NULL;
+    CHECK(ttp_open(&o, &p) == TTP_ERR_MODEL, "fp16 accepted by the %s engine", argv[2]);
+    CHECK(strstr(ttp_last_error(p), "fp32 only") && !strchr(ttp_last_error(p), '\n'),
+          "refusal: %s", ttp_last_error(p));
+    printf("%-58s %s\n", "fp16 refused:", ttp_last_error(p));
+    ttp_close(p);
+    p = NULL;
+    o.engine = TTP_ENGINE_AUTO;
+    CHECK(ttp_open(&o, &p) == TTP_OK, "auto in fp16: %s", ttp_last_error(p));
+    printf("%-58s %s\n", "auto in fp16:", ttp_engine_description(p));
+    ttp_close(p);
+  }
   if (made) {
     test_remove_tree(made);
     free(made);
@@ -205,6 +227,7 @@ int main(int argc, char** argv) {
   } else {
     ttp_free(mnist.pixels);
   }
-  printf("cudnn engine: agrees with the CPU; graph, eager, buckets and slots give the same bits\n");
+  printf("%s engine: agrees with the CPU; graph, eager, buckets and slots give the same bits\n",
+         argv[2]);
   return 0;
 }

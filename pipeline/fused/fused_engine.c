@@ -1,0 +1,323 @@
+/* The fused engine (see fused_engine.h): the model's shape read into a fused_shape, the weights
+   laid out for the kernels, and the three launches of a batch. */
+#include "fused_engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../augment/merge_kernel.h"
+#include "../cuda_check.h"
+
+/* ---- the shape it runs -------------------------------------------------------------------------- */
+
+int fused_supports(const model_layer* l, const engine_config* c, char* why, size_t n) {
+  (void)c;
+  if (l->op == MODEL_CONV || l->op == MODEL_MAXPOOL || l->op == MODEL_RELU ||
+      l->op == MODEL_FC || l->op == MODEL_LRN || l->op == MODEL_SOFTMAX)
+    return 1;
+  snprintf(why, n, "no fused kernel for layer kind %d", (int)l->op);
+  return 0;
+}
+
+#define FUSED_SHAPE_TEXT                                                                      \
+  "conv 5x5 -> [relu] -> maxpool 2x2/2 -> conv 5x5 -> [relu] -> maxpool 2x2/2 -> fc -> relu " \
+  "-> [lrn] -> fc -> softmax"
+
+typedef struct layer_walk {
+  const model* m;
+  int i;
+  char* why;
+  size_t n;
+} layer_walk;
+
+/* The next layer if it is of kind op (and steps past it), else NULL. */
+static const model_layer* take(layer_walk* w, model_op op) {
+  if (w->i >= w->m->layer_count || w->m->layers[w->i].op != op) return NULL;
+  return &w->m->layers[w->i++];
+}
+
+/* Takes any ReLU layers that come next; returns whether there was one. */
+static int take_relus(layer_walk* w) {
+  int any = 0;
+  while (take(w, MODEL_RELU)) any = 1;
+  return any;
+}
+
+static int refuse(layer_walk* w, const char* what) {
+  if (w->i < w->m->layer_count)
+    snprintf(w->why, w->n, "layer %s (%s) where the engine's shape (" FUSED_SHAPE_TEXT ") has %s",
+             w->m->layers[w->i].name, model_op_name(w->m->layers[w->i].op), what);
+  else
+    snprintf(w->why, w->n, "the model ends where the engine's shape (" FUSED_SHAPE_TEXT ") has %s",
+             what);
+  return 0;
+}
+
+/* A 5x5 convolution, stride 1, pad 0..2, then 2x2 stride-2 max-pooling, with their ReLUs. */
+static int take_conv_pool(layer_walk* w, const char* which, int max_k, int* k, int* pad,
+                          int* relu, int* conv_h, int* conv_w, int* pool_h, int* pool_w) {
+  const model_layer* conv = take(w, MODEL_CONV);
+  if (!conv) return refuse(w, which);
+  if (conv->p.conv.r != FUSED_CONV || conv->p.conv.s != FUSED_CONV || conv->p.conv.stride != 1 ||
+      conv->p.conv.pad > FUSED_MAX_PAD || conv->p.conv.k > max_k) {
+    snprintf(w->why, w->n, "layer %s: the fused kernels take %dx%d convolutions of stride 1, "
+             "padding up to %d and up to %d output channels, not %dx%d stride %d pad %d with %d",
+             conv->name, FUSED_CONV, FUSED_CONV, FUSED_MAX_PAD, max_k, conv->p.conv.r,
+             conv->p.conv.s, conv->p.conv.stride, conv->p.conv.pad, conv->p.conv.k);
+    return 0;
+  }
+  *relu = take_relus(w);
+  const model_layer* pool = take(w, MODEL_MAXPOOL);
+  if (!pool) return refuse(w, "a maxpool");
+  if (pool->p.pool.r != FUSED_POOL || pool->p.pool.s != FUSED_POOL ||
+      pool->p.pool.stride != FUSED_POOL) {
+    snprintf(w->why, w->n, "layer %s: the fused kernels take %dx%d max-pooling of stride %d, "
+             "not %dx%d stride %d", pool->name, FUSED_POOL, FUSED_POOL, FUSED_POOL,
+             pool->p.pool.r, pool->p.pool.s, pool->p.pool.stride);
+    return 0;
+  }
+  *relu |= take_relus(w);
+  *k = conv->p.conv.k, *pad = conv->p.conv.pad;
+  *conv_h = conv->out.h, *conv_w = conv->out.w, *pool_h = pool->out.h, *pool_w = pool->out.w;
+  return 1;
+}
+
+/* Reads m into s; 0 with why when m is not the engine's shape or exceeds a limit. */
+static int shape_of(const model* m, const engine_config* c, fused_shape* s, char* why,
+                    size_t n) {
+  memset(s, 0, sizeof *s);
+  if (c->precision != TTP_PRECISION_FP32) {
+    snprintf(why, n, "the fused engine runs fp32 only (fp16 on tensor cores is not written yet)");
+    return 0;
+  }
+  if (m->input.c != 1 || m->input.h > FUSED_MAX_INPUT || m->input.w > FUSED_MAX_INPUT) {
+    snprintf(why, n, "the fused kernels take one-channel inputs up to %dx%d, not %dx%dx%d",
+             FUSED_MAX_INPUT, FUSED_MAX_INPUT, m->input.c, m->input.h, m->input.w);
+    return 0;
+  }
+  if (c->spec.copies > FUSED_MAX_COPIES) {
+    snprintf(why, n, "the fused kernels take up to %d copies, not %d", FUSED_MAX_COPIES,
+             c->spec.copies);
+    return 0;
+  }
+  s->in_h = m->input.h, s->in_w = m->input.w, s->copies = c->spec.copies;
+  layer_walk w = {m, 0, why, n};
+  if (!take_conv_pool(&w, "a conv", FUSED_MAX_K1, &s->k1, &s->pad1, &s->relu1, &s->c1_h, &s->c1_w,
+                      &s->p1_h, &s->p1_w) ||
+      !take_conv_pool(&w, "a conv", FUSED_MAX_K2, &s->k2, &s->pad2, &s->relu2, &s->c2_h, &s->c2_w,
+                      &s->p2_h, &s->p2_w))
+    return 0;
+  if (s->p2_h * s->p2_w > FUSED_MAX_P2Q2) {
+    snprintf(why, n, "the second pooling's output is %dx%d; the fused kernels take up to %d "
+             "positions", s->p2_h, s->p2_w, FUSED_MAX_P2Q2);
+    return 0;
+  }
+  const model_layer* fc1 = take(&w, MODEL_FC);
+  if (!fc1) return refuse(&w, "an fc");
+  if (!take_relus(&w)) return refuse(&w, "a relu");
+  const model_layer* lrn = take(&w, MODEL_LRN);
+  const model_layer* fc2 = take(&w, MODEL_FC);
+  if (!fc2) return refuse(&w, lrn ? "an fc" : "an lrn or an fc");
+  if (!take(&w, MODEL_SOFTMAX)) return refuse(&w, "a softmax");
+  if (w.i != m->layer_count) return refuse(&w, "nothing more");
+  s->fc_in = (int)model_shape_size(fc1->in), s->fc_out = fc1->p.fc.out;
+  s->classes = fc2->p.fc.out;
+  if (s->fc_in > FUSED_MAX_FC_IN || s->fc_out > FUSED_MAX_FC1 ||
+      s->classes > FUSED_MAX_CLASSES) {
+    snprintf(why, n, "the fused kernels take fc layers of up to %d inputs, %d hidden units and "
+             "%d classes, not %d, %d and %d", FUSED_MAX_FC_IN, FUSED_MAX_FC1, FUSED_MAX_CLASSES,
+             s->fc_in, s->fc_out, s->classes);
+    return 0;
+  }
+  if (lrn) {
+    s->lrn = 1, s->lrn_n = lrn->p.lrn.n;
+    s->lrn_alpha_n = (float)(lrn->p.lrn.alpha / lrn->p.lrn.n);
+    s->lrn_beta = (float)lrn->p.lrn.beta, s->lrn_k = (float)lrn->p.lrn.k;
+  } else {
+    s->lrn_n = 1;
+  }
+  return 1;
+}
+
+int fused_supports_model(const model* m, const engine_config* c, char* why, size_t n) {
+  fused_shape s;
+  return shape_of(m, c, &s, why, n);
+}
+
+/* ---- the network ---------------------------------------------------------------------------------- */
+
+typedef struct fused_net {
+  fused_shape s;
+  engine_config cfg;
+  gpu_buckets buckets;
+  cudaStream_t stream; /* where every batch runs */
+  float* weights; /* one allocation: fused_weights point into it */
+  fused_weights w;
+  float *act1, *act2;
+  char details[256];
+} fused_net;
+
+static size_t act1_size(const fused_shape* s) { return (size_t)s->k1 * s->p1_h * s->p1_w; }
+
+/* The model's layers in the order shape_of read them: conv1, conv2, fc1, fc2. */
+static void find_weighted(const model* m, const model_layer* out[4]) {
+  int k = 0;
+  for (int i = 0; i < m->layer_count && k < 4; i++)
+    if (m->layers[i].op == MODEL_CONV || m->layers[i].op == MODEL_FC) out[k++] = &m->layers[i];
+}
+
+/* The weights in the kernels' layouts, copied to the device in one piece. */
+static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
+  const fused_shape* s = &g->s;
+  const model_layer* l[4];
+  find_weighted(m, l);
+  const size_t counts[8] = {l[0]->weight_count, (size_t)s->k1, l[1]->weight_count, (size_t)s->k2,
+                            l[2]->weight_count, (size_t)s->fc_out, l[3]->weight_count,
+                            (size_t)s->classes};
+  size_t offsets[9] = {0};
+  for (int i = 0; i < 8; i++) offsets[i + 1] = offsets[i] + ((counts[i] + 31) & ~(size_t)31);
+  float* host = calloc(offsets[8], sizeof(float));
+  if (!host) return ERR_NOMEM(e, offsets[8] * sizeof(float));
+  for (int k = 0; k < 4; k++) {
+    float* wdst = host + offsets[2 * k];
+    if (k == 2) /* fc1 transposed: [in][out], so that a warp reads consecutive outputs */
+      for (int o = 0; o < s->fc_out; o++)
+        for (int i = 0; i < s->fc_in; i++)
+          wdst[(size_t)i * s->fc_out + o] = l[2]->weights[(size_t)o * s->fc_in + i];
+    else
+      memcpy(wdst, l[k]->weights, l[k]->weight_count * sizeof(float));
+    if (l[k]->bias) memcpy(host + offsets[2 * k + 1], l[k]->bias, counts[2 * k + 1] * sizeof(float));
+  }
+  ttp_status st = TTP_OK;
+  cudaError_t err = cudaMalloc((void**)&g->weights, offsets[8] * sizeof(float));
+  if (err == cudaSuccess)
+    err = cudaMemcpy(g->weights, host, offsets[8] * sizeof(float), cudaMemcpyHostToDevice);
+  free(host);
+  if (err != cudaSuccess)
+    st = ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,
+             "fused engine weights: %s", cudaGetErrorString(err));
+  const float* d = g->weights;
+  g->w = (fused_weights){d + offsets[0], d + offsets[1], d + offsets[2], d + offsets[3],
+                         d + offsets[4], d + offsets[5], d + offsets[6], d + offsets[7]};
+  return st;
+}
+
+static void fused_destroy(void* state) {
+  fused_net* g = state;
+  if (!g) return;
+  cudaStreamSynchronize(g->stream); /* nothing of ours may still run on what is freed */
+  cudaFree(g->weights);
+  cudaFree(g->act1);
+  cudaFree(g->act2);
+  free(g);
+}
+
+static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_buckets* buckets,
+                             cudaStream_t stream, void** out, ttp_err* e) {
+  *out = NULL;
+  char why[256];
+  fused_net* g = calloc(1, sizeof *g);
+  if (!g) return ERR_NOMEM(e, sizeof *g);
+  g->cfg = *c;
+  g->buckets = *buckets;
+  g->stream = stream;
+  ttp_status st = TTP_OK;
+  if (!shape_of(m, c, &g->s, why, sizeof why)) st = ERR(e, TTP_ERR_MODEL, "fused engine: %s", why);
+  size_t rows = (size_t)buckets->images[buckets->count - 1] * c->spec.copies;
+  if (st == TTP_OK) st = upload_weights(g, m, e);
+  if (st == TTP_OK) st = fused_kernels_prepare(&g->s, e);
+  cudaError_t err = cudaSuccess;
+  if (st == TTP_OK) err = cudaMalloc((void**)&g->act1, rows * act1_size(&g->s) * sizeof(float));
+  if (st == TTP_OK && err == cudaSuccess)
+    err = cudaMalloc((void**)&g->act2, rows * (size_t)g->s.fc_in * sizeof(float));
+  if (st == TTP_OK && err != cudaSuccess)
+    st = ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,
+             "fused engine activations (%zu rows): %s", rows, cudaGetErrorString(err));
+  if (st != TTP_OK) {
+    fused_destroy(g);
+    return st;
+  }
+  snprintf(g->details, sizeof g->details,
+           "stage 1: augment + %s + pool (one block per image); stage 2: conv2 + pool (%d copies "
+           "a block); stage 3: fc1 + %sfc2 + softmax + merge (%d images a block)",
+           "conv1", 32 / (g->s.p2_h * g->s.p2_w), g->s.lrn ? "LRN + " : "",
+           g->s.copies >= 32 ? 1 : 32 / g->s.copies);
+  *out = g;
+  return TTP_OK;
+}
+
+static ttp_status enqueue_images(fused_net* g, int images, const uint8_t* dev_in, void* dev_out,
+                                 cudaStream_t stream, ttp_err* e) {
+  TRY(fused_stage1(&g->s, &g->cfg.spec, &g->w, dev_in, images, g->act1, stream, e));
+  TRY(fused_stage2(&g->s, &g->w, g->act1, images * g->s.copies, g->act2, stream, e));
+  return fused_stage3(&g->s, g->cfg.merge, &g->w, g->act2, images, dev_out, stream, e);
+}
+
+static ttp_status fused_enqueue(void* state, int bucket, const uint8_t* dev_in, void* dev_out,
+                                cudaStream_t stream, ttp_err* e) {
+  fused_net* g = state;
+  return enqueue_images(g, g->buckets.images[bucket], dev_in, dev_out, stream, e);
+}
+
+static const char* fused_precision(void* state) {
+  (void)state;
+  return "fp32 (FFMA)";
+}
+
+static const char* fused_details(void* state) { return ((fused_net*)state)->details; }
+
+const gpu_network_ops fused_network = {
+    .name = "fused",
+    .plan = fused_plan,
+    .enqueue = fused_enqueue,
+    .precision = fused_precision,
+    .details = fused_details,
+    .destroy = fused_destroy,
+};
+
+/* ---- one stage by itself (tests) ------------------------------------------------------------------ */
+
+ttp_status fused_run_stage(const model* m, const engine_config* c, int stage, int images,
+                           const void* in, void* out, ttp_err* e) {
+  if (stage < 1 || stage > 3 || images < 1)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "fused_run_stage: stage %d, %d images", stage, images);
+  gpu_buckets b = {1, {images}};
+  void* state = NULL;
+  TRY(fused_plan(m, c, &b, 0, &state, e));
+  fused_net* g = state;
+  const fused_shape* s = &g->s;
+  size_t rows = (size_t)images * s->copies;
+  size_t pixels = (size_t)s->in_h * s->in_w;
+  size_t in_bytes = stage == 1 ? images * pixels
+                    : stage == 2 ? rows * act1_size(s) * sizeof(float)
+                                 : rows * s->fc_in * sizeof(float);
+  size_t out_bytes = stage == 1 ? rows * act1_size(s) * sizeof(float)
+                     : stage == 2 ? rows * s->fc_in * sizeof(float)
+                                  : images * aug_merge_record_size(s->classes);
+  void *d_in = NULL, *d_out = NULL;
+  ttp_status st = TTP_OK;
+  cudaError_t err = cudaMalloc(&d_in, in_bytes);
+  if (err == cudaSuccess) err = cudaMalloc(&d_out, out_bytes);
+  /* The output poisoned, so that an element the stage does not write shows. */
+  if (err == cudaSuccess) err = cudaMemset(d_out, 0xff, out_bytes);
+  if (err == cudaSuccess) err = cudaMemcpy(d_in, in, in_bytes, cudaMemcpyHostToDevice);
+  if (err != cudaSuccess) st = ERR(e, TTP_ERR_CUDA, "fused_run_stage: %s", cudaGetErrorString(err));
+  if (st == TTP_OK) {
+    if (stage == 1)
+      st = fused_stage1(s, &g->cfg.spec, &g->w, d_in, images, d_out, 0, e);
+    else if (stage == 2)
+      st = fused_stage2(s, &g->w, d_in, (int)rows, d_out, 0, e);
+    else
+      st = fused_stage3(s, g->cfg.merge, &g->w, d_in, images, d_out, 0, e);
+  }
+  if (st == TTP_OK) {
+    err = cudaMemcpy(out, d_out, out_bytes, cudaMemcpyDeviceToHost);
+    if (err != cudaSuccess)
+      st = ERR(e, TTP_ERR_CUDA, "fused stage %d: %s", stage, cudaGetErrorString(err));
+  }
+  cudaFree(d_in);
+  cudaFree(d_out);
+  fused_destroy(g);
+  return st;
+}

@@ -1,0 +1,41 @@
+/* The fused engine: a network for the GPU runner (graph/runner.h) written here, three kernels
+   for the whole augmented pass (fused_kernels.h), no cuDNN or cuBLAS on its path. It runs one
+   shape of model, LeNet's:
+
+     conv 5x5 -> [ReLU] -> max-pool 2x2/2 -> conv 5x5 -> [ReLU] -> max-pool 2x2/2
+       -> fc -> ReLU -> [LRN] -> fc -> softmax
+
+   on one-channel inputs, within fused_kernels.h's limits; fp32 arithmetic (FFMA). The registry
+   uses fused_network, fused_supports and fused_supports_model; tests reach each stage by itself
+   through fused_run_stage. */
+#ifndef TTP_FUSED_ENGINE_H
+#define TTP_FUSED_ENGINE_H
+
+#include "../../graph/runner.h"
+#include "../engine.h"
+#include "fused_kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per layer: the kinds the engine knows. The model as a whole: fused_supports_model. */
+int fused_supports(const model_layer* l, const engine_config* c, char* why, size_t n);
+/* Whether m has the engine's shape within its limits under c; if not, why (one phrase). */
+int fused_supports_model(const model* m, const engine_config* c, char* why, size_t n);
+
+extern const gpu_network_ops fused_network;
+
+/* Test-only: one stage (1, 2, 3; fused_kernels.h) by itself on the current device, for `images`
+   images (images x N rows), host memory to host memory:
+     1: in  images x input pixels (bytes)       out  rows x K1 P1 Q1 floats (act1)
+     2: in  rows x K1 P1 Q1 floats              out  rows x fc_in floats (act2)
+     3: in  rows x fc_in floats                 out  images records (augment/merge_kernel.h) */
+ttp_status fused_run_stage(const model* m, const engine_config* c, int stage, int images,
+                           const void* in, void* out, ttp_err* e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
