@@ -44,7 +44,9 @@ static const engine_entry fused_entry = {.id = TTP_ENGINE_FUSED, .name = "fused"
    (tests/bench/naive.c). */
 static const engine_entry* const registry[] = {&cpu_entry, &cudnn_entry, &fused_entry};
 
-const engine_entry* const engine_preference[] = {&cudnn_entry, &cpu_entry, NULL};
+/* The fused engine first: where it runs the model (fp32, LeNet's shape) it is at least as fast
+   as cudnn at every batch size (BENCHMARKS.md); elsewhere it refuses and cudnn takes over. */
+const engine_entry* const engine_preference[] = {&fused_entry, &cudnn_entry, &cpu_entry, NULL};
 
 const engine_entry* engine_find(ttp_engine id) {
   for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)

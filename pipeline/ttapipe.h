@@ -157,9 +157,9 @@ void ttp_tta_init(ttp_tta* t);
 typedef struct ttp_pipeline ttp_pipeline; /* opaque */
 
 typedef enum ttp_engine {
-  TTP_ENGINE_AUTO = 0,  /* the best engine that supports the model and opens: cudnn where this
-                           build has GPU support and a GPU is usable, else cpu (the description
-                           says why a better one did not open) */
+  TTP_ENGINE_AUTO = 0,  /* the best engine that supports the model and opens: fused, else cudnn,
+                           where this build has GPU support and a GPU is usable, else cpu (the
+                           description says why a better one did not open) */
   TTP_ENGINE_CPU = 1,   /* the plain C reference engine; runs everywhere */
   TTP_ENGINE_CUDNN = 2, /* cuDNN and cuBLAS on a GPU, each batch one CUDA Graph */
   TTP_ENGINE_RESERVED_3 = 3 /* was TTP_ENGINE_NAIVE: NVIDIA's sample's way of driving the

@@ -225,6 +225,10 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
   ttp_status st = TTP_OK;
   if (!shape_of(m, c, &g->s, why, sizeof why)) st = ERR(e, TTP_ERR_MODEL, "fused engine: %s", why);
   size_t rows = (size_t)buckets->images[buckets->count - 1] * c->spec.copies;
+  if (st == TTP_OK &&
+      cudaDeviceGetAttribute(&g->s.sms, cudaDevAttrMultiProcessorCount, c->device) != cudaSuccess)
+    st = ERR(e, TTP_ERR_CUDA, "device %d: its multiprocessor count: %s", c->device,
+             cudaGetErrorString(cudaGetLastError()));
   if (st == TTP_OK) st = upload_weights(g, m, e);
   if (st == TTP_OK) st = fused_kernels_prepare(&g->s, e);
   cudaError_t err = cudaSuccess;
@@ -239,10 +243,10 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
     return st;
   }
   snprintf(g->details, sizeof g->details,
-           "stage 1: augment + %s + pool (one block per image); stage 2: conv2 + pool (%d copies "
-           "a block); stage 3: fc1 + %sfc2 + softmax + merge (%d images a block)",
-           "conv1", 32 / (g->s.p2_h * g->s.p2_w), g->s.lrn ? "LRN + " : "",
-           g->s.copies >= 32 ? 1 : 32 / g->s.copies);
+           "stage 1: augment + conv1 + pool (an image a block); stage 2: conv2 + pool (%d copies "
+           "a block); stage 3: fc1 + %sfc2 + softmax + merge (up to %d images a block); small "
+           "batches spread over more blocks", 32 / (g->s.p2_h * g->s.p2_w),
+           g->s.lrn ? "LRN + " : "", g->s.copies >= 32 ? 1 : 32 / g->s.copies);
   *out = g;
   return TTP_OK;
 }

@@ -54,9 +54,10 @@ __device__ __forceinline__ void load_patch(float (&patch)[kWindow][kWindow], con
 
 // ---- stage 1: augment + conv1 + bias + [ReLU] + pool --------------------------------------------
 //
-// One block per image. Copies are made into shared memory a chunk at a time (as many as fit in
-// kStage1Copies' bytes), zero-padded; then each thread computes pooled outputs of a (copy, group
-// of four channels, position) from one 6x6 patch held in registers.
+// Block (i, y) takes image i's copies y, y + 1, ... of an equal share (gridDim.y shares: small
+// batches spread their copies over more blocks). Copies are made into shared memory a chunk at a
+// time (as many as fit in kStage1Bytes), zero-padded; then each thread computes pooled outputs of
+// a (copy, group of four channels, position) from one 6x6 patch held in registers.
 
 constexpr int kStage1Bytes = 40 * 1024;
 constexpr int kGroup1 = 4;
@@ -74,10 +75,12 @@ __global__ void __launch_bounds__(kThreads)
   const uint64_t key =
       aug_block_load<kThreads>(images + (size_t)blockIdx.x * pixels, pixels, image);  // syncs
 
-  const int chunk = min(s.copies, kStage1Bytes / (int)(plane * sizeof(float)));
+  const int per_block = (s.copies + gridDim.y - 1) / gridDim.y;
+  const int begin = blockIdx.y * per_block, end = min(s.copies, begin + per_block);
+  const int chunk = min(per_block, kStage1Bytes / (int)(plane * sizeof(float)));
   const int positions = s.p1_h * s.p1_w, groups = (s.k1 + kGroup1 - 1) / kGroup1;
-  for (int first = 0; first < s.copies; first += chunk) {
-    const int n = min(chunk, s.copies - first);
+  for (int first = begin; first < end; first += chunk) {
+    const int n = min(chunk, end - first);
     for (int i = threadIdx.x; i < n * plane; i += kThreads) copies[i] = 0.0f;  // the padding
     __syncthreads();
     for (int c = 0; c < n; c++)
@@ -106,7 +109,8 @@ __global__ void __launch_bounds__(kThreads)
 // ---- stage 2: conv2 + bias + [ReLU] + pool --------------------------------------------------------
 //
 // A block holds `per_block` copies' act1 in shared memory (zero-padded). Lane = (copy, pooled
-// position); warp w computes channels w kGroup2 .. w kGroup2 + kGroup2 - 1 for all of them: per
+// position); the output channels are shared out over the gridDim.y blocks of those copies and
+// their warps (small batches spread over more blocks), each warp a group of them: per
 // input channel a 6x6 patch in registers, 25 weights per output channel the same for the whole
 // warp (one broadcast load each).
 
@@ -132,7 +136,8 @@ __global__ void __launch_bounds__(kThreads)
   const int c = lane / positions, pos = lane % positions;
   if (c >= n) return;
   const int py = pos / s.p2_w, px = pos % s.p2_w;
-  const int group = (s.k2 + kWarps - 1) / kWarps, k0 = warp * group;
+  const int group = (s.k2 + kWarps * gridDim.y - 1) / (kWarps * gridDim.y);
+  const int k0 = (blockIdx.y * kWarps + warp) * group;
   float acc[kGroup2][4];
 #pragma unroll
   for (int g = 0; g < kGroup2; g++) acc[g][0] = acc[g][1] = acc[g][2] = acc[g][3] = 0.0f;
@@ -170,13 +175,14 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- stage 3: fc1 + ReLU + [LRN] + fc2 + softmax + merge ------------------------------------------
 //
-// A block takes `images` images (rows = images x N, at most 64). fc1 in groups of 32 rows: thread
-// t owns outputs t and t + 256 for all 32 rows (64 accumulators); act2 comes through shared
+// A block takes per_block images (rows = per_block x N, at most 64: fewer in small batches, so
+// that more blocks share the work). fc1 in groups of kRowGroup rows (8, 16 or 32, the smallest
+// that holds the block's rows): thread t owns outputs t and t + 256 for all of them; act2 comes through shared
 // memory in chunks of kChunk inputs, read as float4 broadcasts; the transposed weights are read
 // coalesced. Then one warp per row: LRN from fc1's outputs in shared memory, fc2 (lane l the
 // outputs l, l + 32, ..., a warp sum per class), softmax over the lanes. Then one thread per image merges.
 
-constexpr int kRowGroup = 32, kChunk = 32, kChunkPitch = kChunk + 4;
+constexpr int kMaxRowGroup = 32, kChunk = 32, kChunkPitch = kChunk + 4;
 constexpr int kPerLane = FUSED_MAX_FC1 / 32;
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -189,23 +195,24 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// The most images a block takes: rows = images x N up to 32 (64 when N > 32: two row groups).
 __host__ __device__ inline int stage3_images(int copies) { return copies >= 32 ? 1 : 32 / copies; }
 
-__host__ __device__ inline size_t stage3_shared(const fused_shape& s) {
-  const int rows = stage3_images(s.copies) * s.copies;
-  return sizeof(float) * ((size_t)kRowGroup * kChunkPitch + (size_t)rows * s.fc_out +
+__host__ __device__ inline size_t stage3_shared(const fused_shape& s, int per_block) {
+  const int rows = per_block * s.copies;
+  return sizeof(float) * ((size_t)kMaxRowGroup * kChunkPitch + (size_t)rows * s.fc_out +
                           (size_t)rows * s.classes);
 }
 
+template <int kRowGroup>
 __global__ void __launch_bounds__(kThreads)
-    stage3_kernel(fused_shape s, ttp_merge merge, const float* __restrict__ w3t,
+    stage3_kernel(fused_shape s, int per_block, ttp_merge merge, const float* __restrict__ w3t,
                   const float* __restrict__ b3, const float* __restrict__ w4,
                   const float* __restrict__ b4, const float* __restrict__ act2, int count,
                   size_t record_size, unsigned char* __restrict__ records) {
   extern __shared__ __align__(16) float shared[];
-  float* chunk = shared;                          // kRowGroup x kChunkPitch
-  float* hidden = chunk + kRowGroup * kChunkPitch;  // rows x fc_out
-  const int per_block = stage3_images(s.copies);
+  float* chunk = shared;                             // kRowGroup x kChunkPitch
+  float* hidden = chunk + kMaxRowGroup * kChunkPitch;  // rows x fc_out
   const int image0 = blockIdx.x * per_block, images = min(per_block, count - image0);
   const int rows = images * s.copies, row0 = image0 * s.copies;
   float* probs = hidden + per_block * s.copies * s.fc_out;  // rows x classes
@@ -225,6 +232,9 @@ __global__ void __launch_bounds__(kThreads)
       }
       __syncthreads();
       const int kn = min(kChunk, s.fc_in - k0);
+      // Small row groups: the next weights' loads in flight while these are used (with 32 rows
+      // the registers this takes would halve the blocks an SM holds).
+#pragma unroll(kRowGroup <= 16 ? 2 : 1)
       for (int k = 0; k < kn; k += 4) {
         float wa[4], wb[4];
 #pragma unroll
@@ -326,13 +336,16 @@ size_t stage2_shared(const fused_shape& s) {
 }  // namespace
 
 extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
+  const size_t stage3 = stage3_shared(*s, stage3_images(s->copies));
   const struct {
     const void* kernel;
     size_t bytes;
     const char* name;
   } need[] = {{(const void*)stage1_kernel, stage1_shared(*s), "stage1_kernel"},
               {(const void*)stage2_kernel, stage2_shared(*s), "stage2_kernel"},
-              {(const void*)stage3_kernel, stage3_shared(*s), "stage3_kernel"}};
+              {(const void*)stage3_kernel<8>, stage3, "stage3_kernel"},
+              {(const void*)stage3_kernel<16>, stage3, "stage3_kernel"},
+              {(const void*)stage3_kernel<32>, stage3, "stage3_kernel"}};
   for (const auto& n : need) {
     const cudaError_t err =
         cudaFuncSetAttribute(n.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)n.bytes);
@@ -343,28 +356,47 @@ extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
   return TTP_OK;
 }
 
+// Blocks enough to fill the GPU twice over: small batches split their work further.
+static int spread(const fused_shape& s, int blocks) {
+  const int want = 2 * s.sms;
+  return blocks >= want ? 1 : (want + blocks - 1) / blocks;
+}
+
 extern "C" ttp_status fused_stage1(const fused_shape* s, const aug_spec* spec,
                                    const fused_weights* w, const uint8_t* images, int count,
                                    float* act1, cudaStream_t stream, ttp_err* e) {
-  stage1_kernel<<<count, kThreads, stage1_shared(*s), stream>>>(*s, *spec, w->w1, w->b1, images,
-                                                                act1);
+  const dim3 grid(count, min(s->copies, spread(*s, count)));
+  stage1_kernel<<<grid, kThreads, stage1_shared(*s), stream>>>(*s, *spec, w->w1, w->b1, images,
+                                                               act1);
   return launched("fused stage 1", e);
 }
 
 extern "C" ttp_status fused_stage2(const fused_shape* s, const fused_weights* w, const float* act1,
                                    int rows, float* act2, cudaStream_t stream, ttp_err* e) {
-  const int per_block = 32 / (s->p2_h * s->p2_w);
-  stage2_kernel<<<(rows + per_block - 1) / per_block, kThreads, stage2_shared(*s), stream>>>(
-      *s, w->w2, w->b2, act1, rows, act2);
+  const int per_block = 32 / (s->p2_h * s->p2_w), blocks = (rows + per_block - 1) / per_block;
+  const dim3 grid(blocks, min((s->k2 + kWarps - 1) / kWarps, spread(*s, blocks)));
+  stage2_kernel<<<grid, kThreads, stage2_shared(*s), stream>>>(*s, w->w2, w->b2, act1, rows, act2);
   return launched("fused stage 2", e);
 }
 
 extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weights* w,
                                    const float* act2, int count, void* records,
                                    cudaStream_t stream, ttp_err* e) {
-  const int per_block = stage3_images(s->copies);
-  stage3_kernel<<<(count + per_block - 1) / per_block, kThreads, stage3_shared(*s), stream>>>(
-      *s, merge, w->w3t, w->b3, w->w4, w->b4, act2, count, aug_merge_record_size(s->classes),
-      static_cast<unsigned char*>(records));
+  /* As many images a block as keeps every SM busy, within the most it holds (each block reads
+     all of fc1's weights: fewer rows a block, more reads). */
+  const int most = stage3_images(s->copies);
+  const int per_block = max(1, min(most, count / s->sms));
+  const int rows = per_block * s->copies, blocks = (count + per_block - 1) / per_block;
+  const size_t shared = stage3_shared(*s, per_block), record = aug_merge_record_size(s->classes);
+  unsigned char* out = static_cast<unsigned char*>(records);
+  if (rows <= 8)
+    stage3_kernel<8><<<blocks, kThreads, shared, stream>>>(*s, per_block, merge, w->w3t, w->b3,
+                                                           w->w4, w->b4, act2, count, record, out);
+  else if (rows <= 16)
+    stage3_kernel<16><<<blocks, kThreads, shared, stream>>>(*s, per_block, merge, w->w3t, w->b3,
+                                                            w->w4, w->b4, act2, count, record, out);
+  else
+    stage3_kernel<32><<<blocks, kThreads, shared, stream>>>(*s, per_block, merge, w->w3t, w->b3,
+                                                            w->w4, w->b4, act2, count, record, out);
   return launched("fused stage 3", e);
 }

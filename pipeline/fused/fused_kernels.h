@@ -45,6 +45,7 @@ typedef struct fused_shape {
   int lrn, lrn_n;                              /* LRN across fc1's outputs, if lrn */
   float lrn_alpha_n, lrn_beta, lrn_k;          /* alpha / n, beta, k */
   int classes;                                 /* fc2's outputs; softmax over them */
+  int sms;                                     /* the device's multiprocessors */
 } fused_shape;
 
 /* Device weights, fp32. Biases are never NULL (zeros where the model has none). */

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# One of compute-sanitizer's tools on a small `ttapipe eval` of a GPU engine: 0 errors wanted.
+# Usage: sanitize.sh TTAPIPE TOOL ENGINE PRECISION SHARED_DATASETS_DIR
+# (TOOL: memcheck, racecheck, synccheck, initcheck). Skipped (77) without a GPU or without
+# compute-sanitizer. The first 40 MNIST test images with --tta 5, batch 16 (buckets 1, 8, 16:
+# two full batches and a partial one), graphs on: the captured kernels are what runs.
+set -euo pipefail
+cli=$1 tool=$2 engine=$3 precision=$4 data=$5
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ ! -x "$sanitizer" ]; then echo "skipped: no compute-sanitizer"; exit 77; fi
+if ! "$cli" info --model "$data/mnistcudnn" 2>/dev/null | grep -qE '^GPUs +[1-9]'; then
+  echo "skipped: no CUDA device"; exit 77
+fi
+"$sanitizer" --tool "$tool" --error-exitcode 3 --print-limit 20 \
+  "$cli" eval --model "$data/mnistcudnn" --engine "$engine" --precision "$precision" \
+  --images "$data/mnist/t10k-images-idx3-ubyte.gz" --labels "$data/mnist/t10k-labels-idx1-ubyte.gz" \
+  --limit 40 --tta 5 --batch 16
