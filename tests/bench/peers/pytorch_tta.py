@@ -6,13 +6,16 @@ layout), the same test-time augmentation (N copies; copy 0 as it is; shifts of u
 black coming in, contrast 0.85..1.15, brightness -0.05..+0.05, uniform noise of 0.04, clamp to
 [0, 1]; torch's random numbers instead of ttapipe's Philox keyed by the pixels), the mean of the
 softmax outputs, from u8 images in host memory to classes and probabilities in host memory, one
-batch per call. Three variants: eager; one CUDA graph per batch size (torch.cuda.graph, static
-input and output tensors); torch.compile (default mode). fp32, and fp16 (the model and copies
-in half).
+batch per call, each call synchronised by the copy of its results to the host. Four variants:
+eager; one CUDA graph per batch size (torch.cuda.graph, static input and output tensors);
+torch.compile (default mode); torch.compile(mode="max-autotune") ("autotune": Triton's tuned
+kernels and CUDA graphs; its compilation takes minutes per batch size and precision). fp32 (its
+convolutions in TF32, PyTorch's default) and fp16 (the model and copies in half).
 
 Prints the columns of `ttapipe bench` (the time split is not measured: "-"), and writes JSON.
     python3 tests/bench/peers/pytorch_tta.py MODEL_DIR [--batch 1,64,1024] [--tta 5]
-        [--variant eager,graph,compile] [--precision fp32,fp16] [--seconds 1] [--json FILE]
+        [--variant eager,graph,compile,autotune] [--precision fp32,fp16] [--seconds 1]
+        [--json FILE]
 """
 import argparse
 import json
@@ -76,7 +79,9 @@ def runner(variant, model, copies, dtype, batch, host):
     step = make_step(model, copies, dtype)
     if variant == "compile":
         step = torch.compile(step)
-    if variant in ("eager", "compile"):
+    if variant == "autotune":
+        step = torch.compile(step, mode="max-autotune")
+    if variant in ("eager", "compile", "autotune"):
         def call(x):
             cls, merged = step(x.cuda(non_blocking=True))
             return cls.cpu(), merged.cpu()
@@ -128,7 +133,7 @@ def main():
     ap.add_argument("model")
     ap.add_argument("--batch", default="1,64,1024")
     ap.add_argument("--tta", type=int, default=5)
-    ap.add_argument("--variant", default="eager,graph,compile")
+    ap.add_argument("--variant", default="eager,graph,compile,autotune")
     ap.add_argument("--precision", default="fp32,fp16")
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--json")
