@@ -38,6 +38,8 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
 /* The --engine names and their values, NULL-terminated names. */
 extern const char* const cli_engine_names[];
 extern const ttp_engine cli_engine_ids[];
+/* The engine named `name` (not "auto") into *id; 0 if there is none of that name. */
+int cli_engine_id(const char* name, ttp_engine* id);
 
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, ttp_tta* tta);
 

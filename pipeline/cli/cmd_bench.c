@@ -84,8 +84,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   ttp_options o;
   ttp_options_init(&o);
   o.model_dir = b->model;
-  for (int i = 1; cli_engine_names[i]; i++)
-    if (strcmp(engine, cli_engine_names[i]) == 0) o.engine = cli_engine_ids[i];
+  cli_engine_id(engine, &o.engine); /* a known name: run_bench checked them all */
   o.precision = strcmp(precision, "fp16") == 0 ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
   o.max_batch = batch;
   o.slots = b->slots;
@@ -234,9 +233,9 @@ static int run_bench(const cli_args* a) {
     if (strcmp(engines[i], "naive") == 0)
       return cli_usage_error(a->command, "--engine: the naive baseline is a benchmark program "
                              "now: build/tests/bench_naive (tests/bench/naive.c)");
-    int known = 0;
-    for (int k = 1; cli_engine_names[k]; k++) known |= strcmp(engines[i], cli_engine_names[k]) == 0;
-    if (!known) return cli_usage_error(a->command, "--engine: unknown engine '%s'", engines[i]);
+    ttp_engine id;
+    if (!cli_engine_id(engines[i], &id))
+      return cli_usage_error(a->command, "--engine: unknown engine '%s'", engines[i]);
   }
   for (int i = 0; i < np; i++)
     if (strcmp(precisions[i], "fp32") && strcmp(precisions[i], "fp16"))

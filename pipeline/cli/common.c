@@ -44,6 +44,15 @@ const char* const cli_engine_names[] = {"auto", "cpu", "cudnn", "fused", NULL};
 const ttp_engine cli_engine_ids[] = {TTP_ENGINE_AUTO, TTP_ENGINE_CPU, TTP_ENGINE_CUDNN,
                                      TTP_ENGINE_FUSED};
 
+int cli_engine_id(const char* name, ttp_engine* id) {
+  for (int i = 1; cli_engine_names[i]; i++)
+    if (strcmp(name, cli_engine_names[i]) == 0) {
+      *id = cli_engine_ids[i];
+      return 1;
+    }
+  return 0;
+}
+
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);

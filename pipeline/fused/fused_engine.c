@@ -55,10 +55,10 @@ static int refuse(layer_walk* w, const char* what) {
 }
 
 /* A 5x5 convolution, stride 1, pad 0..2, then 2x2 stride-2 max-pooling, with their ReLUs. */
-static int take_conv_pool(layer_walk* w, const char* which, int max_k, int* k, int* pad,
-                          int* relu, int* conv_h, int* conv_w, int* pool_h, int* pool_w) {
+static int take_conv_pool(layer_walk* w, int max_k, int* k, int* pad, int* relu, int* conv_h,
+                          int* conv_w, int* pool_h, int* pool_w) {
   const model_layer* conv = take(w, MODEL_CONV);
-  if (!conv) return refuse(w, which);
+  if (!conv) return refuse(w, "a conv");
   if (conv->p.conv.r != FUSED_CONV || conv->p.conv.s != FUSED_CONV || conv->p.conv.stride != 1 ||
       conv->p.conv.pad > FUSED_MAX_PAD || conv->p.conv.k > max_k) {
     snprintf(w->why, w->n, "layer %s: the fused kernels take %dx%d convolutions of stride 1, "
@@ -103,10 +103,10 @@ static int shape_of(const model* m, const engine_config* c, fused_shape* s, char
   }
   s->in_h = m->input.h, s->in_w = m->input.w, s->copies = c->spec.copies;
   layer_walk w = {m, 0, why, n};
-  if (!take_conv_pool(&w, "a conv", FUSED_MAX_K1, &s->k1, &s->pad1, &s->relu1, &s->c1_h, &s->c1_w,
+  if (!take_conv_pool(&w, FUSED_MAX_K1, &s->k1, &s->pad1, &s->relu1, &s->c1_h, &s->c1_w,
                       &s->p1_h, &s->p1_w) ||
-      !take_conv_pool(&w, "a conv", FUSED_MAX_K2, &s->k2, &s->pad2, &s->relu2, &s->c2_h, &s->c2_w,
-                      &s->p2_h, &s->p2_w))
+      !take_conv_pool(&w, FUSED_MAX_K2, &s->k2, &s->pad2, &s->relu2, &s->c2_h, &s->c2_w, &s->p2_h,
+                      &s->p2_w))
     return 0;
   if (s->p2_h * s->p2_w > FUSED_MAX_P2Q2) {
     snprintf(why, n, "the second pooling's output is %dx%d; the fused kernels take up to %d "
@@ -245,8 +245,8 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
   snprintf(g->details, sizeof g->details,
            "stage 1: augment + conv1 + pool (an image a block); stage 2: conv2 + pool (%d copies "
            "a block); stage 3: fc1 + %sfc2 + softmax + merge (up to %d images a block); small "
-           "batches spread over more blocks", 32 / (g->s.p2_h * g->s.p2_w),
-           g->s.lrn ? "LRN + " : "", g->s.copies >= 32 ? 1 : 32 / g->s.copies);
+           "batches spread over more blocks", fused_stage2_copies(&g->s),
+           g->s.lrn ? "LRN + " : "", fused_stage3_images(g->s.copies));
   *out = g;
   return TTP_OK;
 }

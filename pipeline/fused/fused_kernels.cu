@@ -62,6 +62,12 @@ __device__ __forceinline__ void load_patch(float (&patch)[kWindow][kWindow], con
 constexpr int kStage1Bytes = 40 * 1024;
 constexpr int kGroup1 = 4;
 
+// The copies a block makes at a time, of the `copies` it takes: as many as fit in kStage1Bytes.
+__host__ __device__ inline int stage1_chunk(const fused_shape& s, int copies) {
+  const int plane = (s.in_h + 2 * s.pad1) * (s.in_w + 2 * s.pad1);
+  return min(copies, kStage1Bytes / (int)(plane * sizeof(float)));
+}
+
 __global__ void __launch_bounds__(kThreads)
     stage1_kernel(fused_shape s, aug_spec spec, const float* __restrict__ w1,
                   const float* __restrict__ b1, const uint8_t* __restrict__ images,
@@ -77,7 +83,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int per_block = (s.copies + gridDim.y - 1) / gridDim.y;
   const int begin = blockIdx.y * per_block, end = min(s.copies, begin + per_block);
-  const int chunk = min(per_block, kStage1Bytes / (int)(plane * sizeof(float)));
+  const int chunk = stage1_chunk(s, per_block);
   const int positions = s.p1_h * s.p1_w, groups = (s.k1 + kGroup1 - 1) / kGroup1;
   for (int first = begin; first < end; first += chunk) {
     const int n = min(chunk, end - first);
@@ -121,7 +127,7 @@ __global__ void __launch_bounds__(kThreads)
     stage2_kernel(fused_shape s, const float* __restrict__ w2, const float* __restrict__ b2,
                   const float* __restrict__ act1, int rows, float* __restrict__ act2) {
   extern __shared__ float tile[];
-  const int positions = s.p2_h * s.p2_w, per_block = 32 / positions;
+  const int positions = s.p2_h * s.p2_w, per_block = fused_stage2_copies(&s);
   const int pitch = s.p1_w + 2 * s.pad2, plane = (s.p1_h + 2 * s.pad2) * pitch;
   const int row0 = blockIdx.x * per_block, n = min(per_block, rows - row0);
   const int in_plane = s.p1_h * s.p1_w;
@@ -194,9 +200,6 @@ __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-
-// The most images a block takes: rows = images x N up to 32 (64 when N > 32: two row groups).
-__host__ __device__ inline int stage3_images(int copies) { return copies >= 32 ? 1 : 32 / copies; }
 
 __host__ __device__ inline size_t stage3_shared(const fused_shape& s, int per_block) {
   const int rows = per_block * s.copies;
@@ -323,20 +326,17 @@ ttp_status launched(const char* what, ttp_err* e) {
 }
 
 size_t stage1_shared(const fused_shape& s) {
-  const size_t plane = sizeof(float) * (s.in_h + 2 * s.pad1) * (s.in_w + 2 * s.pad1);
-  const size_t chunk = kStage1Bytes / plane < (size_t)s.copies ? kStage1Bytes / plane : s.copies;
-  return chunk * plane;
+  return sizeof(float) * stage1_chunk(s, s.copies) * (s.in_h + 2 * s.pad1) * (s.in_w + 2 * s.pad1);
 }
 
 size_t stage2_shared(const fused_shape& s) {
-  const int per_block = 32 / (s.p2_h * s.p2_w);
-  return sizeof(float) * per_block * s.k1 * (s.p1_h + 2 * s.pad2) * (s.p1_w + 2 * s.pad2);
+  return sizeof(float) * fused_stage2_copies(&s) * s.k1 * (s.p1_h + 2 * s.pad2) * (s.p1_w + 2 * s.pad2);
 }
 
 }  // namespace
 
 extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
-  const size_t stage3 = stage3_shared(*s, stage3_images(s->copies));
+  const size_t stage3 = stage3_shared(*s, fused_stage3_images(s->copies));
   const struct {
     const void* kernel;
     size_t bytes;
@@ -373,7 +373,7 @@ extern "C" ttp_status fused_stage1(const fused_shape* s, const aug_spec* spec,
 
 extern "C" ttp_status fused_stage2(const fused_shape* s, const fused_weights* w, const float* act1,
                                    int rows, float* act2, cudaStream_t stream, ttp_err* e) {
-  const int per_block = 32 / (s->p2_h * s->p2_w), blocks = (rows + per_block - 1) / per_block;
+  const int per_block = fused_stage2_copies(s), blocks = (rows + per_block - 1) / per_block;
   const dim3 grid(blocks, min((s->k2 + kWarps - 1) / kWarps, spread(*s, blocks)));
   stage2_kernel<<<grid, kThreads, stage2_shared(*s), stream>>>(*s, w->w2, w->b2, act1, rows, act2);
   return launched("fused stage 2", e);
@@ -384,19 +384,13 @@ extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const 
                                    cudaStream_t stream, ttp_err* e) {
   /* As many images a block as keeps every SM busy, within the most it holds (each block reads
      all of fc1's weights: fewer rows a block, more reads). */
-  const int most = stage3_images(s->copies);
+  const int most = fused_stage3_images(s->copies);
   const int per_block = max(1, min(most, count / s->sms));
   const int rows = per_block * s->copies, blocks = (count + per_block - 1) / per_block;
   const size_t shared = stage3_shared(*s, per_block), record = aug_merge_record_size(s->classes);
-  unsigned char* out = static_cast<unsigned char*>(records);
-  if (rows <= 8)
-    stage3_kernel<8><<<blocks, kThreads, shared, stream>>>(*s, per_block, merge, w->w3t, w->b3,
-                                                           w->w4, w->b4, act2, count, record, out);
-  else if (rows <= 16)
-    stage3_kernel<16><<<blocks, kThreads, shared, stream>>>(*s, per_block, merge, w->w3t, w->b3,
-                                                            w->w4, w->b4, act2, count, record, out);
-  else
-    stage3_kernel<32><<<blocks, kThreads, shared, stream>>>(*s, per_block, merge, w->w3t, w->b3,
-                                                            w->w4, w->b4, act2, count, record, out);
+  const auto kernel = rows <= 8 ? stage3_kernel<8> : rows <= 16 ? stage3_kernel<16> : stage3_kernel<32>;
+  kernel<<<blocks, kThreads, shared, stream>>>(*s, per_block, merge, w->w3t, w->b3, w->w4, w->b4,
+                                               act2, count, record,
+                                               static_cast<unsigned char*>(records));
   return launched("fused stage 3", e);
 }

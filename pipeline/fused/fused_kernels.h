@@ -48,6 +48,13 @@ typedef struct fused_shape {
   int sms;                                     /* the device's multiprocessors */
 } fused_shape;
 
+/* Stage 2's copies a block: one warp's lanes hold (copy, pooled position) pairs. (AUG_FN,
+   tta_core.h: host and device.) */
+AUG_FN int fused_stage2_copies(const fused_shape* s) { return 32 / (s->p2_h * s->p2_w); }
+
+/* Stage 3's most images a block: rows = images x N up to 32 (N when N > 32: two row groups). */
+AUG_FN int fused_stage3_images(int copies) { return copies >= 32 ? 1 : 32 / copies; }
+
 /* Device weights, fp32. Biases are never NULL (zeros where the model has none). */
 typedef struct fused_weights {
   const float *w1, *b1; /* k1 x 25 */
