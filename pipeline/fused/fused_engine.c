@@ -87,10 +87,11 @@ static int take_conv_pool(layer_walk* w, int max_k, int* k, int* pad, int* relu,
 static int shape_of(const model* m, const engine_config* c, fused_shape* s, char* why,
                     size_t n) {
   memset(s, 0, sizeof *s);
-  if (c->precision != TTP_PRECISION_FP32) {
-    snprintf(why, n, "the fused engine runs fp32 only (fp16 on tensor cores is not written yet)");
+  if (c->precision != TTP_PRECISION_FP32 && c->precision != TTP_PRECISION_FP16) {
+    snprintf(why, n, "the fused engine runs fp32 and fp16, not precision %d", (int)c->precision);
     return 0;
   }
+  s->half = c->precision == TTP_PRECISION_FP16;
   if (m->input.c != 1 || m->input.h > FUSED_MAX_INPUT || m->input.w > FUSED_MAX_INPUT) {
     snprintf(why, n, "the fused kernels take one-channel inputs up to %dx%d, not %dx%dx%d",
              FUSED_MAX_INPUT, FUSED_MAX_INPUT, m->input.c, m->input.h, m->input.w);
@@ -153,12 +154,12 @@ typedef struct fused_net {
   gpu_buckets buckets;
   cudaStream_t stream; /* where every batch runs */
   float* weights; /* one allocation: fused_weights point into it */
+  void* packed;   /* fp16: conv2's and fc1's weights as tensor-core fragments */
   fused_weights w;
-  float *act1, *act2;
+  void *act1, *act2;
+  float* hidden; /* fp16: fc1's outputs between its GEMM and the rest of stage 3 */
   char details[256];
 } fused_net;
-
-static size_t act1_size(const fused_shape* s) { return (size_t)s->k1 * s->p1_h * s->p1_w; }
 
 /* The model's layers in the order shape_of read them: conv1, conv2, fc1, fc2. */
 static void find_weighted(const model* m, const model_layer* out[4]) {
@@ -172,7 +173,9 @@ static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
   const fused_shape* s = &g->s;
   const model_layer* l[4];
   find_weighted(m, l);
-  const size_t counts[8] = {l[0]->weight_count, (size_t)s->k1, l[1]->weight_count, (size_t)s->k2,
+  const int k2p = fused_k2_pad(s), taps = FUSED_CONV * FUSED_CONV;
+  const size_t counts[8] = {l[0]->weight_count, (size_t)s->k1, (size_t)s->k1 * taps * k2p,
+                            (size_t)s->k2,
                             l[2]->weight_count, (size_t)s->fc_out, l[3]->weight_count,
                             (size_t)s->classes};
   size_t offsets[9] = {0};
@@ -181,7 +184,11 @@ static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
   if (!host) return ERR_NOMEM(e, offsets[8] * sizeof(float));
   for (int k = 0; k < 4; k++) {
     float* wdst = host + offsets[2 * k];
-    if (k == 2) /* fc1 transposed: [in][out], so that a warp reads consecutive outputs */
+    if (k == 1) /* conv2 as [input channel][tap][output channel], zeros to k2p */
+      for (int o = 0; o < s->k2; o++)
+        for (int i = 0; i < s->k1 * taps; i++)
+          wdst[(size_t)i * k2p + o] = l[1]->weights[(size_t)o * s->k1 * taps + i];
+    else if (k == 2) /* fc1 transposed: [in][out], so that a warp reads consecutive outputs */
       for (int o = 0; o < s->fc_out; o++)
         for (int i = 0; i < s->fc_in; i++)
           wdst[(size_t)i * s->fc_out + o] = l[2]->weights[(size_t)o * s->fc_in + i];
@@ -199,8 +206,18 @@ static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
              "fused engine weights: %s", cudaGetErrorString(err));
   const float* d = g->weights;
   g->w = (fused_weights){d + offsets[0], d + offsets[1], d + offsets[2], d + offsets[3],
-                         d + offsets[4], d + offsets[5], d + offsets[6], d + offsets[7]};
-  return st;
+                         d + offsets[4], d + offsets[5], d + offsets[6], d + offsets[7],
+                         NULL, NULL};
+  if (st != TTP_OK || !s->half) return st;
+  err = cudaMalloc(&g->packed, fused_packed_bytes(s));
+  if (err != cudaSuccess)
+    return ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,
+               "fused engine packed weights: %s", cudaGetErrorString(err));
+  TRY(fused_pack_weights(s, &g->w, g->packed, g->stream, e));
+  err = cudaStreamSynchronize(g->stream);
+  if (err != cudaSuccess)
+    return ERR(e, TTP_ERR_CUDA, "fused engine weights' packing: %s", cudaGetErrorString(err));
+  return TTP_OK;
 }
 
 static void fused_destroy(void* state) {
@@ -208,8 +225,10 @@ static void fused_destroy(void* state) {
   if (!g) return;
   cudaStreamSynchronize(g->stream); /* nothing of ours may still run on what is freed */
   cudaFree(g->weights);
+  cudaFree(g->packed);
   cudaFree(g->act1);
   cudaFree(g->act2);
+  cudaFree(g->hidden);
   free(g);
 }
 
@@ -232,9 +251,11 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
   if (st == TTP_OK) st = upload_weights(g, m, e);
   if (st == TTP_OK) st = fused_kernels_prepare(&g->s, e);
   cudaError_t err = cudaSuccess;
-  if (st == TTP_OK) err = cudaMalloc((void**)&g->act1, rows * act1_size(&g->s) * sizeof(float));
+  if (st == TTP_OK) err = cudaMalloc(&g->act1, rows * fused_act_bytes(&g->s, 1));
   if (st == TTP_OK && err == cudaSuccess)
-    err = cudaMalloc((void**)&g->act2, rows * (size_t)g->s.fc_in * sizeof(float));
+    err = cudaMalloc(&g->act2, rows * fused_act_bytes(&g->s, 2));
+  if (st == TTP_OK && err == cudaSuccess && g->s.half)
+    err = cudaMalloc((void**)&g->hidden, rows * fused_hidden_bytes(&g->s));
   if (st == TTP_OK && err != cudaSuccess)
     st = ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,
              "fused engine activations (%zu rows): %s", rows, cudaGetErrorString(err));
@@ -244,8 +265,9 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
   }
   snprintf(g->details, sizeof g->details,
            "stage 1: augment + conv1 + pool (an image a block); stage 2: conv2 + pool (%d copies "
-           "a block); stage 3: fc1 + %sfc2 + softmax + merge (up to %d images a block); small "
-           "batches spread over more blocks", fused_stage2_copies(&g->s),
+           "a block%s); stage 3: fc1%s + %sfc2 + softmax + merge (up to %d images a block); "
+           "small batches spread over more blocks", fused_stage2_copies(&g->s),
+           g->s.half ? ", mma.sync" : "", g->s.half ? " (a GEMM of its own, mma.sync)" : "",
            g->s.lrn ? "LRN + " : "", fused_stage3_images(g->s.copies));
   *out = g;
   return TTP_OK;
@@ -255,7 +277,7 @@ static ttp_status enqueue_images(fused_net* g, int images, const uint8_t* dev_in
                                  cudaStream_t stream, ttp_err* e) {
   TRY(fused_stage1(&g->s, &g->cfg.spec, &g->w, dev_in, images, g->act1, stream, e));
   TRY(fused_stage2(&g->s, &g->w, g->act1, images * g->s.copies, g->act2, stream, e));
-  return fused_stage3(&g->s, g->cfg.merge, &g->w, g->act2, images, dev_out, stream, e);
+  return fused_stage3(&g->s, g->cfg.merge, &g->w, g->act2, images, g->hidden, dev_out, stream, e);
 }
 
 static ttp_status fused_enqueue(void* state, int bucket, const uint8_t* dev_in, void* dev_out,
@@ -265,8 +287,9 @@ static ttp_status fused_enqueue(void* state, int bucket, const uint8_t* dev_in, 
 }
 
 static const char* fused_precision(void* state) {
-  (void)state;
-  return "fp32 (FFMA)";
+  return ((fused_net*)state)->s.half
+             ? "fp16 (conv2 and fc1 on tensor cores, fp32 accumulation; the rest fp32)"
+             : "fp32 (FFMA)";
 }
 
 static const char* fused_details(void* state) { return ((fused_net*)state)->details; }
@@ -291,29 +314,38 @@ ttp_status fused_run_stage(const model* m, const engine_config* c, int stage, in
   TRY(fused_plan(m, c, &b, 0, &state, e));
   fused_net* g = state;
   const fused_shape* s = &g->s;
-  size_t rows = (size_t)images * s->copies;
-  size_t pixels = (size_t)s->in_h * s->in_w;
-  size_t in_bytes = stage == 1 ? images * pixels
-                    : stage == 2 ? rows * act1_size(s) * sizeof(float)
-                                 : rows * s->fc_in * sizeof(float);
-  size_t out_bytes = stage == 1 ? rows * act1_size(s) * sizeof(float)
-                     : stage == 2 ? rows * s->fc_in * sizeof(float)
-                                  : images * aug_merge_record_size(s->classes);
+  const int rows = images * s->copies;
+  /* The activations as the CPU has them: fp32 CHW, rows x (K1 P1 Q1 | fc_in) floats. */
+  const size_t chw1 = (size_t)rows * s->k1 * s->p1_h * s->p1_w * sizeof(float);
+  const size_t chw2 = (size_t)rows * s->fc_in * sizeof(float);
+  const size_t in_bytes = stage == 1 ? (size_t)images * s->in_h * s->in_w
+                          : stage == 2 ? chw1 : chw2;
+  const size_t out_bytes = stage == 1 ? chw1
+                           : stage == 2 ? chw2 : images * aug_merge_record_size(s->classes);
   void *d_in = NULL, *d_out = NULL;
   ttp_status st = TTP_OK;
   cudaError_t err = cudaMalloc(&d_in, in_bytes);
   if (err == cudaSuccess) err = cudaMalloc(&d_out, out_bytes);
-  /* The output poisoned, so that an element the stage does not write shows. */
+  /* The outputs poisoned, so that an element the stage does not write shows. */
   if (err == cudaSuccess) err = cudaMemset(d_out, 0xff, out_bytes);
+  if (err == cudaSuccess) err = cudaMemset(g->act1, 0xff, rows * fused_act_bytes(s, 1));
+  if (err == cudaSuccess) err = cudaMemset(g->act2, 0xff, rows * fused_act_bytes(s, 2));
   if (err == cudaSuccess) err = cudaMemcpy(d_in, in, in_bytes, cudaMemcpyHostToDevice);
   if (err != cudaSuccess) st = ERR(e, TTP_ERR_CUDA, "fused_run_stage: %s", cudaGetErrorString(err));
+  /* In the kernels' layouts through the engine's own activations. */
   if (st == TTP_OK) {
-    if (stage == 1)
-      st = fused_stage1(s, &g->cfg.spec, &g->w, d_in, images, d_out, 0, e);
-    else if (stage == 2)
-      st = fused_stage2(s, &g->w, d_in, (int)rows, d_out, 0, e);
-    else
-      st = fused_stage3(s, g->cfg.merge, &g->w, d_in, images, d_out, 0, e);
+    if (stage == 1) {
+      st = fused_stage1(s, &g->cfg.spec, &g->w, d_in, images, g->act1, 0, e);
+      if (st == TTP_OK) st = fused_act_convert(s, 1, rows, 0, d_out, g->act1, 0, e);
+    } else if (stage == 2) {
+      st = fused_act_convert(s, 1, rows, 1, d_in, g->act1, 0, e);
+      if (st == TTP_OK) st = fused_stage2(s, &g->w, g->act1, rows, g->act2, 0, e);
+      if (st == TTP_OK) st = fused_act_convert(s, 2, rows, 0, d_out, g->act2, 0, e);
+    } else {
+      st = fused_act_convert(s, 2, rows, 1, d_in, g->act2, 0, e);
+      if (st == TTP_OK)
+        st = fused_stage3(s, g->cfg.merge, &g->w, g->act2, images, g->hidden, d_out, 0, e);
+    }
   }
   if (st == TTP_OK) {
     err = cudaMemcpy(out, d_out, out_bytes, cudaMemcpyDeviceToHost);

@@ -5,7 +5,8 @@
      conv 5x5 -> [ReLU] -> max-pool 2x2/2 -> conv 5x5 -> [ReLU] -> max-pool 2x2/2
        -> fc -> ReLU -> [LRN] -> fc -> softmax
 
-   on one-channel inputs, within fused_kernels.h's limits; fp32 arithmetic (FFMA). The registry
+   on one-channel inputs, within fused_kernels.h's limits; fp32 arithmetic (FFMA), or fp16 with
+   conv2 and fc1 on the tensor cores (fused_kernels.h says what stays fp32). The registry
    uses fused_network, fused_supports and fused_supports_model; tests reach each stage by itself
    through fused_run_stage. */
 #ifndef TTP_FUSED_ENGINE_H
@@ -27,7 +28,8 @@ int fused_supports_model(const model* m, const engine_config* c, char* why, size
 extern const gpu_network_ops fused_network;
 
 /* Test-only: one stage (1, 2, 3; fused_kernels.h) by itself on the current device, for `images`
-   images (images x N rows), host memory to host memory:
+   images (images x N rows), host memory to host memory, activations as the CPU has them (fp32
+   CHW; in fp16 converted to and from the kernels' layouts on the device):
      1: in  images x input pixels (bytes)       out  rows x K1 P1 Q1 floats (act1)
      2: in  rows x K1 P1 Q1 floats              out  rows x fc_in floats (act2)
      3: in  rows x fc_in floats                 out  images records (augment/merge_kernel.h) */

@@ -8,7 +8,11 @@
 // copy's act1 (2,880 floats) and act2 (800 floats) go out and back: 5 x 29 KB = 147 KB per image
 // at 3 TB/s is 20 M images/s, 15 times above the compute's need. So each stage keeps only what
 // grows large on chip (conv1's 11,520 outputs a copy never leave stage 1; fc1's outputs never
-// leave stage 3), and the stages may each take the thread layout that suits them.
+// leave stage 3), and the stages may each take the thread layout that suits them. In fp16 the
+// same holds with half the bytes; conv2 and fc1 (94% of the multiply-adds) go to the tensor
+// cores, which at 5% of their peak would carry 3 M images/s: what remains on the CUDA cores
+// (the augmentation, conv1, LRN, fc2) sets the pace.
+#include <cuda_fp16.h>
 #include <math.h>
 
 #include "../../augment/merge_core.h"
@@ -18,7 +22,7 @@
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kWindow = FUSED_CONV + FUSED_POOL - 1;  // input rows/columns under one pooled output
 
 // max() that propagates NaN, as cpu_maxpool does.
@@ -57,7 +61,9 @@ __device__ __forceinline__ void load_patch(float (&patch)[kWindow][kWindow], con
 // Block (i, y) takes image i's copies y, y + 1, ... of an equal share (gridDim.y shares: small
 // batches spread their copies over more blocks). Copies are made into shared memory a chunk at a
 // time (as many as fit in kStage1Bytes), zero-padded; then each thread computes pooled outputs of
-// a (copy, group of four channels, position) from one 6x6 patch held in registers.
+// a (copy, group of four channels, position) from one 6x6 patch held in registers. fp32 writes
+// them CHW; fp16 writes the four channels of a position as one 8-byte store (HWC, channels
+// padded with zeros to fused_c1_pad).
 
 constexpr int kStage1Bytes = 40 * 1024;
 constexpr int kGroup1 = 4;
@@ -68,10 +74,16 @@ __host__ __device__ inline int stage1_chunk(const fused_shape& s, int copies) {
   return min(copies, kStage1Bytes / (int)(plane * sizeof(float)));
 }
 
+__device__ __forceinline__ uint32_t half2_bits(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+template <bool kHalf>
 __global__ void __launch_bounds__(kThreads)
     stage1_kernel(fused_shape s, aug_spec spec, const float* __restrict__ w1,
                   const float* __restrict__ b1, const uint8_t* __restrict__ images,
-                  float* __restrict__ act1) {
+                  void* __restrict__ act1) {
   __shared__ uint8_t image[FUSED_MAX_INPUT * FUSED_MAX_INPUT];
   __shared__ float weights[FUSED_MAX_K1 * FUSED_CONV * FUSED_CONV];
   extern __shared__ float copies[];
@@ -84,7 +96,8 @@ __global__ void __launch_bounds__(kThreads)
   const int per_block = (s.copies + gridDim.y - 1) / gridDim.y;
   const int begin = blockIdx.y * per_block, end = min(s.copies, begin + per_block);
   const int chunk = stage1_chunk(s, per_block);
-  const int positions = s.p1_h * s.p1_w, groups = (s.k1 + kGroup1 - 1) / kGroup1;
+  const int channels = kHalf ? fused_c1_pad(&s) : s.k1;
+  const int positions = s.p1_h * s.p1_w, groups = (channels + kGroup1 - 1) / kGroup1;
   for (int first = begin; first < end; first += chunk) {
     const int n = min(chunk, end - first);
     for (int i = threadIdx.x; i < n * plane; i += kThreads) copies[i] = 0.0f;  // the padding
@@ -99,13 +112,24 @@ __global__ void __launch_bounds__(kThreads)
       const int py = pos / s.p1_w, px = pos % s.p1_w;
       float patch[kWindow][kWindow];
       load_patch(patch, copies + c * plane + 2 * py * pitch + 2 * px, pitch);
-      float* out = act1 + ((size_t)blockIdx.x * s.copies + first + c) * s.k1 * positions + pos;
+      float v[kGroup1];
 #pragma unroll
       for (int g = 0; g < kGroup1; g++) {
         const int k = group * kGroup1 + g;
-        if (k < s.k1)
-          out[(size_t)k * positions] =
-              relu_if(s.relu1, conv_pool(patch, weights + k * FUSED_CONV * FUSED_CONV) + b1[k]);
+        v[g] = k < s.k1 ? relu_if(s.relu1,
+                                  conv_pool(patch, weights + k * FUSED_CONV * FUSED_CONV) + b1[k])
+                        : 0.0f;
+      }
+      const size_t row = (size_t)blockIdx.x * s.copies + first + c;
+      if (kHalf) {
+        const uint2 four = {half2_bits(v[0], v[1]), half2_bits(v[2], v[3])};
+        *reinterpret_cast<uint2*>(static_cast<__half*>(act1) + (row * positions + pos) * channels +
+                                  group * kGroup1) = four;
+      } else {
+        float* out = static_cast<float*>(act1) + row * s.k1 * positions + pos;
+#pragma unroll
+        for (int g = 0; g < kGroup1; g++)
+          if (group * kGroup1 + g < s.k1) out[(size_t)(group * kGroup1 + g) * positions] = v[g];
       }
     }
     __syncthreads();  // the copies are overwritten next
@@ -114,79 +138,232 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- stage 2: conv2 + bias + [ReLU] + pool --------------------------------------------------------
 //
-// A block holds `per_block` copies' act1 in shared memory (zero-padded). Lane = (copy, pooled
-// position); the output channels are shared out over the gridDim.y blocks of those copies and
-// their warps (small batches spread over more blocks), each warp a group of them: per
-// input channel a 6x6 patch in registers, 25 weights per output channel the same for the whole
-// warp (one broadcast load each).
+// fp32: a block holds `per_block` copies' act1 in shared memory (zero-padded; each copy's start
+// one word further along the banks, so that a warp's two copies never share a bank). Lane =
+// (copy, pooled position); the output channels are shared out in groups of kGroup2 over the warps
+// of the gridDim.y blocks of those copies (small batches spread over more blocks). Per input
+// channel a 6x6 patch in registers; per tap the group's weights in two 16-byte loads, the same
+// address for the whole warp (the weights are laid out [input channel][tap][output channel]):
+// 32 multiply-adds a load, where one weight a load (the variant before, tests/bench/conv2_lab)
+// left the FMA pipe waiting on the load unit. Batches too small to fill the GPU twice with
+// blocks take one channel a warp (kGroup 1) over gridDim.y blocks of the same copies.
 
-constexpr int kWarps = kThreads / 32;
-constexpr int kGroup2 = (FUSED_MAX_K2 + kWarps - 1) / kWarps;
+constexpr int kGroup2 = 8;
 
+__host__ __device__ inline int stage2_copy_stride(const fused_shape& s) {
+  return s.k1 * (s.p1_h + 2 * s.pad2) * (s.p1_w + 2 * s.pad2) | 1;
+}
+
+template <int kGroup>
 __global__ void __launch_bounds__(kThreads)
-    stage2_kernel(fused_shape s, const float* __restrict__ w2, const float* __restrict__ b2,
+    stage2_kernel(fused_shape s, const float* __restrict__ w2t, const float* __restrict__ b2,
                   const float* __restrict__ act1, int rows, float* __restrict__ act2) {
   extern __shared__ float tile[];
   const int positions = s.p2_h * s.p2_w, per_block = fused_stage2_copies(&s);
   const int pitch = s.p1_w + 2 * s.pad2, plane = (s.p1_h + 2 * s.pad2) * pitch;
+  const int copy_plane = s.k1 * plane, stride = stage2_copy_stride(s);
   const int row0 = blockIdx.x * per_block, n = min(per_block, rows - row0);
   const int in_plane = s.p1_h * s.p1_w;
-  for (int i = threadIdx.x; i < n * s.k1 * plane; i += kThreads) {
+  for (int i = threadIdx.x; i < n * copy_plane; i += blockDim.x) {
     const int y = i % plane / pitch - s.pad2, x = i % pitch - s.pad2, cc = i / plane;
-    tile[i] = y >= 0 && y < s.p1_h && x >= 0 && x < s.p1_w
-                  ? act1[((size_t)row0 * s.k1 + cc) * in_plane + y * s.p1_w + x]
-                  : 0.0f;
+    tile[i / copy_plane * stride + i % copy_plane] =
+        y >= 0 && y < s.p1_h && x >= 0 && x < s.p1_w
+            ? act1[((size_t)row0 * s.k1 + cc) * in_plane + y * s.p1_w + x]
+            : 0.0f;
   }
   __syncthreads();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int c = lane / positions, pos = lane % positions;
-  if (c >= n) return;
-  const int py = pos / s.p2_w, px = pos % s.p2_w;
-  const int group = (s.k2 + kWarps * gridDim.y - 1) / (kWarps * gridDim.y);
-  const int k0 = (blockIdx.y * kWarps + warp) * group;
-  float acc[kGroup2][4];
+  const int k0 = (blockIdx.y * (blockDim.x / 32) + warp) * kGroup;
+  if (c >= n || k0 >= s.k2) return;
+  const int py = pos / s.p2_w, px = pos % s.p2_w, k2p = fused_k2_pad(&s);
+  float acc[kGroup][4];
 #pragma unroll
-  for (int g = 0; g < kGroup2; g++) acc[g][0] = acc[g][1] = acc[g][2] = acc[g][3] = 0.0f;
+  for (int g = 0; g < kGroup; g++) acc[g][0] = acc[g][1] = acc[g][2] = acc[g][3] = 0.0f;
   for (int ci = 0; ci < s.k1; ci++) {
     float patch[kWindow][kWindow];
-    load_patch(patch, tile + (c * s.k1 + ci) * plane + 2 * py * pitch + 2 * px, pitch);
+    load_patch(patch, tile + c * stride + ci * plane + 2 * py * pitch + 2 * px, pitch);
+    const float* w = w2t + (size_t)ci * FUSED_CONV * FUSED_CONV * k2p + k0;
 #pragma unroll
-    for (int g = 0; g < kGroup2; g++) {
-      const int k = k0 + g;
-      if (g < group && k < s.k2) {
-        const float* w = w2 + ((size_t)k * s.k1 + ci) * FUSED_CONV * FUSED_CONV;
+    for (int r = 0; r < FUSED_CONV; r++)
 #pragma unroll
-        for (int r = 0; r < FUSED_CONV; r++)
+      for (int q = 0; q < FUSED_CONV; q++) {
+        float v[kGroup];
+        const float* tap = w + (r * FUSED_CONV + q) * k2p;
+        if (kGroup == kGroup2) {
+          const float4 lo = __ldg(reinterpret_cast<const float4*>(tap));
+          const float4 hi = __ldg(reinterpret_cast<const float4*>(tap + 4));
+          const float all[kGroup2] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
-          for (int q = 0; q < FUSED_CONV; q++) {
-            const float v = __ldg(w + r * FUSED_CONV + q);
-            acc[g][0] = __fmaf_rn(v, patch[r][q], acc[g][0]);
-            acc[g][1] = __fmaf_rn(v, patch[r][q + 1], acc[g][1]);
-            acc[g][2] = __fmaf_rn(v, patch[r + 1][q], acc[g][2]);
-            acc[g][3] = __fmaf_rn(v, patch[r + 1][q + 1], acc[g][3]);
-          }
+          for (int g = 0; g < kGroup; g++) v[g] = all[g];
+        } else {
+#pragma unroll
+          for (int g = 0; g < kGroup; g++) v[g] = __ldg(tap + g);
+        }
+#pragma unroll
+        for (int g = 0; g < kGroup; g++) {
+          acc[g][0] = __fmaf_rn(v[g], patch[r][q], acc[g][0]);
+          acc[g][1] = __fmaf_rn(v[g], patch[r][q + 1], acc[g][1]);
+          acc[g][2] = __fmaf_rn(v[g], patch[r + 1][q], acc[g][2]);
+          acc[g][3] = __fmaf_rn(v[g], patch[r + 1][q + 1], acc[g][3]);
+        }
       }
-    }
   }
   float* out = act2 + (size_t)(row0 + c) * s.fc_in + pos;
 #pragma unroll
-  for (int g = 0; g < kGroup2; g++) {
+  for (int g = 0; g < kGroup; g++) {
     const int k = k0 + g;
-    if (g < group && k < s.k2) {
+    if (k < s.k2) {
       const float m = nan_max(nan_max(acc[g][0], acc[g][1]), nan_max(acc[g][2], acc[g][3]));
       out[(size_t)k * positions] = relu_if(s.relu2, m + b2[k]);
     }
   }
 }
 
+// fp16: conv2 as an implicit GEMM on the tensor cores, mma.sync m16n8k16 (fp16 in, fp32
+// accumulation; at 5% of the tensor cores' peak Hopper's wgmma would not change the pace).
+// M = a copy's conv outputs, ordered so that the 2x2 pooling falls inside a lane: in a tile of
+// 16 rows, row (qy 8 + j) is the output (2 py + qy, 2 px + (j & 1)) of pooled position
+// 4 tile + j / 2; a lane's accumulators hold rows g and g + 8 (the two qy), its neighbour at
+// lane ^ 4 the other qx. N = conv2's output channels in tiles of 8; K = (tap, input channel)
+// with the channels innermost in groups of 8, so that each ldmatrix row is one pixel's 16
+// contiguous bytes of act1 (HWC in shared memory, the pixels' pitch an odd number of 16-byte
+// units: the 8 rows of an ldmatrix fall in distinct banks). The weights come as B fragments
+// already in the lanes' order (fused_pack_weights): one 8-byte load per lane per (k step,
+// n tile), from L1 (68 KB for LeNet). A warp takes two row tiles of one copy.
+
+__host__ __device__ inline int stage2h_pixel_pitch(const fused_shape& s) {
+  const int c = fused_c1_pad(&s);
+  return c / 8 % 2 ? c : c + 8;
+}
+
+__host__ __device__ inline int stage2h_kgroups(const fused_shape& s) {
+  return FUSED_CONV * FUSED_CONV * fused_c1_pad(&s) / 8;
+}
+
+__host__ __device__ inline int stage2h_ksteps(const fused_shape& s) {
+  return (stage2h_kgroups(s) + 1) / 2;
+}
+
+// Shared memory of the fp16 stage 2: the k groups' offsets, 16 zero bytes, then the copies.
+constexpr int kOffsetBytes = FUSED_CONV * FUSED_CONV * FUSED_MAX_K1 / 8 * 4;
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&a)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(address)
+               : "memory");
+}
+
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint2 b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
+}
+
+// This lane's ldmatrix row address for a 16 x 16 A tile whose row r starts at base + r pitch
+// bytes (the caller's row mapping aside): lanes 8 m .. 8 m + 7 give matrix m's rows, matrices
+// (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15).
+__device__ __forceinline__ int ldmatrix_row(int lane) { return (lane & 7) + (lane >> 3 & 1) * 8; }
+
+__global__ void __launch_bounds__(kThreads)
+    stage2h_kernel(fused_shape s, const uint2* __restrict__ w2h, const float* __restrict__ b2,
+                   const __half* __restrict__ act1, int rows, __half* __restrict__ act2) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  int* offsets = reinterpret_cast<int*>(smem);
+  uint4* zero = reinterpret_cast<uint4*>(smem + kOffsetBytes);
+  __half* tile = reinterpret_cast<__half*>(smem + kOffsetBytes + sizeof(uint4));
+  const int per_block = fused_stage2_copies(&s), pairs = fused_stage2_tile_pairs(&s);
+  const int c1p = fused_c1_pad(&s), cblocks = c1p / 8, pp = stage2h_pixel_pitch(s);
+  const int pitch = s.p1_w + 2 * s.pad2, pixels = (s.p1_h + 2 * s.pad2) * pitch;
+  const int kgroups = stage2h_kgroups(s), ksteps = stage2h_ksteps(s), units = pp / 8;
+  const int row0 = blockIdx.x * per_block, n = min(per_block, rows - row0);
+  for (int i = threadIdx.x; i < kgroups; i += blockDim.x) {
+    const int tap = i / cblocks;
+    offsets[i] = ((tap / FUSED_CONV * pitch + tap % FUSED_CONV) * pp + i % cblocks * 8) * 2;
+  }
+  if (threadIdx.x == 0) *zero = make_uint4(0, 0, 0, 0);
+  for (int i = threadIdx.x; i < n * pixels * units; i += blockDim.x) {
+    const int u = i % units, pix = i / units % pixels, c = i / (units * pixels);
+    const int y = pix / pitch - s.pad2, x = pix % pitch - s.pad2;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (u < cblocks && y >= 0 && y < s.p1_h && x >= 0 && x < s.p1_w)
+      v = *reinterpret_cast<const uint4*>(
+          act1 + ((size_t)(row0 + c) * s.p1_h * s.p1_w + y * s.p1_w + x) * c1p + u * 8);
+    *reinterpret_cast<uint4*>(tile + ((size_t)c * pixels + pix) * pp + u * 8) = v;
+  }
+  __syncthreads();
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int c = warp / pairs, pair = warp % pairs;
+  if (c >= n) return;
+  const int positions = s.p2_h * s.p2_w, ntiles = fused_k2_pad(&s) / 8;
+  const uint32_t copy_addr =
+      (uint32_t)__cvta_generic_to_shared(tile + (size_t)c * pixels * pp);
+  uint32_t row_addr[2];
+#pragma unroll
+  for (int mt = 0; mt < 2; mt++) {
+    const int r = ldmatrix_row(lane), j = r & 7;
+    int p = (pair * 2 + mt) * 4 + j / 2;
+    if (p >= positions) p = 0;  // a tile's spare rows: any real position, their results unused
+    const int cy = 2 * (p / s.p2_w) + r / 8, cx = 2 * (p % s.p2_w) + (j & 1);
+    row_addr[mt] = copy_addr + (cy * pitch + cx) * pp * 2;
+  }
+  const uint32_t zero_addr = (uint32_t)__cvta_generic_to_shared(zero);
+  float acc[2][FUSED_MAX_K2 / 8][4];
+#pragma unroll
+  for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+    for (int nt = 0; nt < FUSED_MAX_K2 / 8; nt++)
+      acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
+  for (int ks = 0; ks < ksteps; ks++) {
+    const int kg = 2 * ks + lane / 16;
+    const bool real = kg < kgroups;  // an odd count of k groups ends in a half step of zeros
+    const int offset = real ? offsets[kg] : 0;
+    uint32_t a[2][4];
+    ldmatrix_x4(a[0], real ? row_addr[0] + offset : zero_addr);
+    ldmatrix_x4(a[1], real ? row_addr[1] + offset : zero_addr);
+    const uint2* b = w2h + (size_t)ks * ntiles * 32 + lane;
+#pragma unroll
+    for (int nt = 0; nt < FUSED_MAX_K2 / 8; nt++)
+      if (nt < ntiles) {
+        const uint2 f = __ldg(b + nt * 32);
+        mma_16816(acc[0][nt], a[0], f);
+        mma_16816(acc[1][nt], a[1], f);
+      }
+  }
+  const int g = lane / 4, t = lane % 4, a2p = fused_act2_pitch(&s);
+  __half* out = act2 + (size_t)(row0 + c) * a2p;
+  if (pair == 0)  // the row's padding: zeros, which fc1's k steps read
+    for (int k = s.fc_in + lane; k < a2p; k += 32) out[k] = __float2half_rn(0.0f);
+#pragma unroll
+  for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+    for (int nt = 0; nt < FUSED_MAX_K2 / 8; nt++)
+      if (nt < ntiles) {
+        float v[2] = {nan_max(acc[mt][nt][0], acc[mt][nt][2]),
+                      nan_max(acc[mt][nt][1], acc[mt][nt][3])};
+        v[0] = nan_max(v[0], __shfl_xor_sync(0xffffffffu, v[0], 4));
+        v[1] = nan_max(v[1], __shfl_xor_sync(0xffffffffu, v[1], 4));
+        const int p = (pair * 2 + mt) * 4 + g / 2;
+        if (g % 2 == 0 && p < positions)
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            const int k = nt * 8 + 2 * t + h;
+            if (k < s.k2) out[k * positions + p] = __float2half_rn(relu_if(s.relu2, v[h] + b2[k]));
+          }
+      }
+}
+
 // ---- stage 3: fc1 + ReLU + [LRN] + fc2 + softmax + merge ------------------------------------------
 //
 // A block takes per_block images (rows = per_block x N, at most 64: fewer in small batches, so
-// that more blocks share the work). fc1 in groups of kRowGroup rows (8, 16 or 32, the smallest
-// that holds the block's rows): thread t owns outputs t and t + 256 for all of them; act2 comes through shared
-// memory in chunks of kChunk inputs, read as float4 broadcasts; the transposed weights are read
-// coalesced. Then one warp per row: LRN from fc1's outputs in shared memory, fc2 (lane l the
-// outputs l, l + 32, ..., a warp sum per class), softmax over the lanes. Then one thread per image merges.
+// that more blocks share the work). fp32: fc1 in groups of kRowGroup rows (8, 16 or 32, the
+// smallest that holds the block's rows): thread t owns outputs t and t + 256 for all of them;
+// act2 comes through shared memory in chunks of kChunk inputs, read as float4 broadcasts; the
+// transposed weights are read coalesced. fp16: fc1 on the tensor cores (below). Then
+// stage3_tail.
 
 constexpr int kMaxRowGroup = 32, kChunk = 32, kChunkPitch = kChunk + 4;
 constexpr int kPerLane = FUSED_MAX_FC1 / 32;
@@ -205,6 +382,61 @@ __host__ __device__ inline size_t stage3_shared(const fused_shape& s, int per_bl
   const int rows = per_block * s.copies;
   return sizeof(float) * ((size_t)kMaxRowGroup * kChunkPitch + (size_t)rows * s.fc_out +
                           (size_t)rows * s.classes);
+}
+
+// After fc1 (hidden: the block's rows x fc_out, ReLU applied; a barrier since): one warp per
+// row for LRN from fc1's outputs, fc2 (lane l the outputs l, l + 32, ..., a warp sum per class)
+// and softmax over the lanes; then one thread per image merges. The same in both precisions.
+__device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merge, const float* __restrict__ w4,
+                            const float* __restrict__ b4, const float* hidden, float* probs,
+                            int images, int image0, size_t record_size,
+                            unsigned char* __restrict__ records) {
+  const int rows = images * s.copies;
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  const int before = (s.lrn_n - 1) / 2, after = s.lrn_n - 1 - before;
+  for (int r = warp; r < rows; r += kWarps) {
+    const float* h = hidden + r * s.fc_out;
+    float y[kPerLane];
+#pragma unroll
+    for (int j = 0; j < kPerLane; j++) {
+      const int o = j * 32 + lane;
+      y[j] = 0.0f;
+      if (o < s.fc_out) {
+        y[j] = h[o];
+        if (s.lrn) {
+          const int lo = max(o - before, 0), hi = min(o + after, s.fc_out - 1);
+          float sum = 0.0f;
+          for (int q = lo; q <= hi; q++) sum = __fmaf_rn(h[q], h[q], sum);
+          y[j] = y[j] / powf(s.lrn_k + s.lrn_alpha_n * sum, s.lrn_beta);
+        }
+      }
+    }
+    float logit = -INFINITY;
+    for (int c = 0; c < s.classes; c++) {
+      const float* w = w4 + (size_t)c * s.fc_out;
+      float part = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kPerLane; j++) {
+        const int o = j * 32 + lane;
+        if (o < s.fc_out) part = __fmaf_rn(__ldg(w + o), y[j], part);
+      }
+      const float total = warp_sum(part);
+      if (lane == c) logit = total + b4[c];
+    }
+    const float top = warp_max(lane < s.classes ? logit : -INFINITY);
+    const float e = lane < s.classes ? expf(logit - top) : 0.0f;
+    const float sum = warp_sum(e);
+    if (lane < s.classes) probs[r * s.classes + lane] = e / sum;
+  }
+  __syncthreads();
+
+  if (t < images) {
+    unsigned char* record = records + (size_t)(image0 + t) * record_size;
+    ttp_result result;
+    merge_image(merge, probs + t * s.copies * s.classes, s.copies, s.classes,
+                reinterpret_cast<float*>(record + sizeof(ttp_result)), &result);
+    *reinterpret_cast<ttp_result*>(record) = result;
+  }
 }
 
 template <int kRowGroup>
@@ -272,50 +504,153 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
 
-  const int lane = t % 32, warp = t / 32;
-  const int before = (s.lrn_n - 1) / 2, after = s.lrn_n - 1 - before;
-  for (int r = warp; r < rows; r += kWarps) {
-    const float* h = hidden + r * s.fc_out;
-    float y[kPerLane];
-#pragma unroll
-    for (int j = 0; j < kPerLane; j++) {
-      const int o = j * 32 + lane;
-      y[j] = 0.0f;
-      if (o < s.fc_out) {
-        y[j] = h[o];
-        if (s.lrn) {
-          const int lo = max(o - before, 0), hi = min(o + after, s.fc_out - 1);
-          float sum = 0.0f;
-          for (int q = lo; q <= hi; q++) sum = __fmaf_rn(h[q], h[q], sum);
-          y[j] = y[j] / powf(s.lrn_k + s.lrn_alpha_n * sum, s.lrn_beta);
-        }
-      }
-    }
-    float logit = -INFINITY;
-    for (int c = 0; c < s.classes; c++) {
-      const float* w = w4 + (size_t)c * s.fc_out;
-      float part = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kPerLane; j++) {
-        const int o = j * 32 + lane;
-        if (o < s.fc_out) part = __fmaf_rn(__ldg(w + o), y[j], part);
-      }
-      const float total = warp_sum(part);
-      if (lane == c) logit = total + b4[c];
-    }
-    const float top = warp_max(lane < s.classes ? logit : -INFINITY);
-    const float e = lane < s.classes ? expf(logit - top) : 0.0f;
-    const float sum = warp_sum(e);
-    if (lane < s.classes) probs[r * s.classes + lane] = e / sum;
-  }
-  __syncthreads();
+  stage3_tail(s, merge, w4, b4, hidden, probs, images, image0, record_size, records);
+}
 
-  if (t < images) {
-    unsigned char* record = records + (size_t)(image0 + t) * record_size;
-    ttp_result result;
-    merge_image(merge, probs + t * s.copies * s.classes, s.copies, s.classes,
-                reinterpret_cast<float*>(record + sizeof(ttp_result)), &result);
-    *reinterpret_cast<ttp_result*>(record) = result;
+// fp16 fc1 as a GEMM of its own, on the tensor cores: hidden (rows x fc_out, fp32, bias and
+// ReLU applied) = act2 (rows x fused_act2_pitch, fp16) x fc1's weights. Kept inside one block
+// with the rest of stage 3, every block of 30 rows read all 800 KB of LeNet's weights from L2
+// and ran at 12% occupancy (2.0 ms a batch of 8192 on the H100, tests/bench/NOTES.md); here a
+// block's tile is 128 rows x 128 outputs, so the weights are read once per 128 rows, and fc1's
+// outputs make one trip through device memory (2 KB a copy) to stage3b_kernel, which does the
+// rest. 8 warps as 2 x 4, a warp 64 rows x 32 outputs (4 x 4 mma tiles); k in chunks of 32,
+// act2's chunk and the weights' fragments for it double-buffered through shared memory.
+
+constexpr int kFcRows = 128, kFcTiles = 16, kFcK = 32, kFcPitch = kFcK + 8;
+
+__global__ void __launch_bounds__(kThreads)
+    fc1h_kernel(fused_shape s, const uint2* __restrict__ w3h, const float* __restrict__ b3,
+                const __half* __restrict__ act2, int rows, float* __restrict__ hidden) {
+  __shared__ __align__(16) __half a[2][kFcRows * kFcPitch];
+  __shared__ __align__(16) uint2 b[2][kFcK / 16 * kFcTiles * 32];
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32, wm = warp / 4, wn = warp % 4;
+  const int row0 = blockIdx.x * kFcRows, tile0 = blockIdx.y * kFcTiles;
+  const int a2p = fused_act2_pitch(&s), ntiles = (s.fc_out + 7) / 8, chunks = a2p / kFcK;
+  uint4 next_a[2], next_b[2];
+  // Thread t's share of a chunk: uint4 i = t + 256 j of act2's 128 x 4 and the weights' 512.
+  auto load = [&](int chunk) {
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      const int i = t + j * kThreads, r = i / 4, u = i % 4;
+      next_a[j] = row0 + r < rows ? __ldg(reinterpret_cast<const uint4*>(
+                                        act2 + (size_t)(row0 + r) * a2p + chunk * kFcK + u * 8))
+                                  : make_uint4(0, 0, 0, 0);
+      const int ks = 2 * i / (kFcTiles * 32), nt = 2 * i / 32 % kFcTiles, l = 2 * i % 32;
+      next_b[j] = tile0 + nt < ntiles
+                      ? __ldg(reinterpret_cast<const uint4*>(
+                            w3h + ((size_t)(chunk * 2 + ks) * ntiles + tile0 + nt) * 32 + l))
+                      : make_uint4(0, 0, 0, 0);
+    }
+  };
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      const int i = t + j * kThreads;
+      *reinterpret_cast<uint4*>(&a[buf][i / 4 * kFcPitch + i % 4 * 8]) = next_a[j];
+      *reinterpret_cast<uint4*>(&b[buf][2 * i]) = next_b[j];
+    }
+  };
+  float acc[4][4][4];
+#pragma unroll
+  for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.0f;
+  load(0);
+  store(0);
+  __syncthreads();
+  for (int c = 0; c < chunks; c++) {
+    const int buf = c % 2;
+    if (c + 1 < chunks) load(c + 1);
+    const uint32_t a_addr = (uint32_t)__cvta_generic_to_shared(a[buf]) +
+                            ((wm * 64 + ldmatrix_row(lane)) * kFcPitch + lane / 16 * 8) * 2;
+#pragma unroll
+    for (int ks = 0; ks < kFcK / 16; ks++) {
+      uint32_t fa[4][4];
+#pragma unroll
+      for (int mt = 0; mt < 4; mt++) ldmatrix_x4(fa[mt], a_addr + (mt * 16 * kFcPitch + ks * 16) * 2);
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const uint2 f = b[buf][(ks * kFcTiles + wn * 4 + j) * 32 + lane];
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++) mma_16816(acc[mt][j], fa[mt], f);
+      }
+    }
+    if (c + 1 < chunks) store(1 - buf);
+    __syncthreads();
+  }
+  const int g = lane / 4, q = lane % 4;
+#pragma unroll
+  for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+      for (int h = 0; h < 4; h++) {
+        const int r = row0 + wm * 64 + mt * 16 + g + h / 2 * 8;
+        const int k = (tile0 + wn * 4 + j) * 8 + 2 * q + h % 2;
+        if (r < rows && k < s.fc_out)
+          hidden[(size_t)r * s.fc_out + k] = relu_if(1, acc[mt][j][h] + b3[k]);
+      }
+}
+
+// fp16 stage 3's rest: LRN + fc2 + softmax + merge from fc1's outputs in device memory.
+__global__ void __launch_bounds__(kThreads)
+    stage3b_kernel(fused_shape s, int per_block, ttp_merge merge, const float* __restrict__ w4,
+                   const float* __restrict__ b4, const float* __restrict__ hidden, int count,
+                   size_t record_size, unsigned char* __restrict__ records) {
+  extern __shared__ float probs[];
+  const int image0 = blockIdx.x * per_block, images = min(per_block, count - image0);
+  stage3_tail(s, merge, w4, b4, hidden + (size_t)image0 * s.copies * s.fc_out, probs, images,
+              image0, record_size, records);
+}
+
+// ---- the fp16 weights' packing and the layouts' conversion (tests) ---------------------------------
+//
+// B fragment of m16n8k16 for lane (g = lane / 4, q = lane % 4) of a (k step, n tile): halves
+// (k 2q, n g), (2q + 1, g), (2q + 8, g), (2q + 9, g), k and n within the tile.
+
+__device__ __forceinline__ void fragment_slot(int i, int ntiles, int* k, int* n) {
+  const int h = i % 4, lane = i / 4 % 32, nt = i / 128 % ntiles, ks = i / (128 * ntiles);
+  *n = nt * 8 + lane / 4;
+  *k = ks * 16 + 2 * (lane % 4) + h % 2 + h / 2 * 8;
+}
+
+__global__ void pack_conv2_kernel(fused_shape s, const float* __restrict__ w2t, __half* out) {
+  const int ntiles = fused_k2_pad(&s) / 8, total = stage2h_ksteps(s) * ntiles * 128;
+  const int cblocks = fused_c1_pad(&s) / 8, k2p = fused_k2_pad(&s);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    int k, n;
+    fragment_slot(i, ntiles, &k, &n);
+    const int kg = k / 8, tap = kg / cblocks, ci = kg % cblocks * 8 + k % 8;
+    const bool real = tap < FUSED_CONV * FUSED_CONV && ci < s.k1 && n < s.k2;
+    out[i] = __float2half_rn(real ? w2t[((size_t)ci * FUSED_CONV * FUSED_CONV + tap) * k2p + n] : 0.0f);
+  }
+}
+
+__global__ void pack_fc1_kernel(fused_shape s, const float* __restrict__ w3t, __half* out) {
+  const int ntiles = (s.fc_out + 7) / 8, total = fused_act2_pitch(&s) / 16 * ntiles * 128;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    int k, n;
+    fragment_slot(i, ntiles, &k, &n);
+    out[i] = __float2half_rn(k < s.fc_in && n < s.fc_out ? w3t[(size_t)k * s.fc_out + n] : 0.0f);
+  }
+}
+
+// One element a thread: fp32 CHW <-> fp16 (act1: HWC with padded channels; act2: CHW).
+__global__ void convert_kernel(fused_shape s, int stage, int rows, int to_kernel, float* chw,
+                               __half* kernel) {
+  const int channels = stage == 1 ? s.k1 : s.fc_in;
+  const int padded = stage == 1 ? fused_c1_pad(&s) : fused_act2_pitch(&s);
+  const int positions = stage == 1 ? s.p1_h * s.p1_w : 1;
+  const size_t total = (size_t)rows * positions * padded;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const int k = (int)(i % padded), pos = (int)(i / padded % positions);
+    const size_t row = i / ((size_t)padded * positions);
+    const size_t at = (row * channels + k) * positions + pos;
+    if (to_kernel)
+      kernel[i] = __float2half_rn(k < channels ? chw[at] : 0.0f);
+    else if (k < channels)
+      chw[at] = __half2float(kernel[i]);
   }
 }
 
@@ -330,28 +665,83 @@ size_t stage1_shared(const fused_shape& s) {
 }
 
 size_t stage2_shared(const fused_shape& s) {
-  return sizeof(float) * fused_stage2_copies(&s) * s.k1 * (s.p1_h + 2 * s.pad2) * (s.p1_w + 2 * s.pad2);
+  if (s.half)
+    return kOffsetBytes + sizeof(uint4) +
+           sizeof(__half) * fused_stage2_copies(&s) * (s.p1_h + 2 * s.pad2) *
+               (s.p1_w + 2 * s.pad2) * stage2h_pixel_pitch(s);
+  return sizeof(float) * fused_stage2_copies(&s) * stage2_copy_stride(s);
+}
+
+size_t packed_conv2(const fused_shape& s) {
+  return sizeof(uint2) * 32 * stage2h_ksteps(s) * (fused_k2_pad(&s) / 8);
 }
 
 }  // namespace
 
+extern "C" size_t fused_packed_bytes(const fused_shape* s) {
+  if (!s->half) return 0;
+  return packed_conv2(*s) + sizeof(uint2) * 32 * (fused_act2_pitch(s) / 16) * ((s->fc_out + 7) / 8);
+}
+
+extern "C" ttp_status fused_pack_weights(const fused_shape* s, fused_weights* w, void* packed,
+                                         cudaStream_t stream, ttp_err* e) {
+  if (!s->half) return TTP_OK;
+  __half* conv2 = static_cast<__half*>(packed);
+  __half* fc1 = reinterpret_cast<__half*>(static_cast<unsigned char*>(packed) + packed_conv2(*s));
+  pack_conv2_kernel<<<64, kThreads, 0, stream>>>(*s, w->w2t, conv2);
+  pack_fc1_kernel<<<256, kThreads, 0, stream>>>(*s, w->w3t, fc1);
+  w->w2h = conv2, w->w3h = fc1;
+  return launched("fused weights' packing", e);
+}
+
+extern "C" size_t fused_act_bytes(const fused_shape* s, int stage) {
+  if (s->half)
+    return sizeof(__half) * (stage == 1 ? (size_t)s->p1_h * s->p1_w * fused_c1_pad(s)
+                                        : (size_t)fused_act2_pitch(s));
+  return sizeof(float) * (stage == 1 ? (size_t)s->k1 * s->p1_h * s->p1_w : s->fc_in);
+}
+
+extern "C" ttp_status fused_act_convert(const fused_shape* s, int stage, int rows, int to_kernel,
+                                        float* chw, void* kernel, cudaStream_t stream,
+                                        ttp_err* e) {
+  const size_t bytes = fused_act_bytes(s, stage) * rows;
+  if (!s->half) {
+    const cudaError_t err = cudaMemcpyAsync(to_kernel ? kernel : chw, to_kernel ? chw : kernel,
+                                            bytes, cudaMemcpyDeviceToDevice, stream);
+    if (err != cudaSuccess) return ERR(e, TTP_ERR_CUDA, "fused act copy: %s", cudaGetErrorString(err));
+    return TTP_OK;
+  }
+  convert_kernel<<<256, kThreads, 0, stream>>>(*s, stage, rows, to_kernel, chw,
+                                               static_cast<__half*>(kernel));
+  return launched("fused act conversion", e);
+}
+
 extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
-  const size_t stage3 = stage3_shared(*s, fused_stage3_images(s->copies));
-  const struct {
+  const int per_block = fused_stage3_images(s->copies);
+  const size_t stage3 = stage3_shared(*s, per_block);
+  const size_t stage3b = sizeof(float) * per_block * s->copies * s->classes;
+  struct need {
     const void* kernel;
     size_t bytes;
     const char* name;
-  } need[] = {{(const void*)stage1_kernel, stage1_shared(*s), "stage1_kernel"},
-              {(const void*)stage2_kernel, stage2_shared(*s), "stage2_kernel"},
-              {(const void*)stage3_kernel<8>, stage3, "stage3_kernel"},
-              {(const void*)stage3_kernel<16>, stage3, "stage3_kernel"},
-              {(const void*)stage3_kernel<32>, stage3, "stage3_kernel"}};
-  for (const auto& n : need) {
-    const cudaError_t err =
-        cudaFuncSetAttribute(n.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)n.bytes);
+  };
+  const need fp32[] = {{(const void*)stage1_kernel<false>, stage1_shared(*s), "stage1_kernel"},
+                       {(const void*)stage2_kernel<1>, stage2_shared(*s), "stage2_kernel"},
+                       {(const void*)stage2_kernel<kGroup2>, stage2_shared(*s), "stage2_kernel"},
+                       {(const void*)stage3_kernel<8>, stage3, "stage3_kernel"},
+                       {(const void*)stage3_kernel<16>, stage3, "stage3_kernel"},
+                       {(const void*)stage3_kernel<32>, stage3, "stage3_kernel"}};
+  const need fp16[] = {{(const void*)stage1_kernel<true>, stage1_shared(*s), "stage1_kernel"},
+                       {(const void*)stage2h_kernel, stage2_shared(*s), "stage2h_kernel"},
+                       {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"}};
+  const need* list = s->half ? fp16 : fp32;
+  const size_t count = s->half ? sizeof fp16 / sizeof *fp16 : sizeof fp32 / sizeof *fp32;
+  for (size_t i = 0; i < count; i++) {
+    const cudaError_t err = cudaFuncSetAttribute(
+        list[i].kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)list[i].bytes);
     if (err != cudaSuccess)
-      return ERR(e, TTP_ERR_CUDA, "%s: %zu bytes of shared memory: %s", n.name, n.bytes,
-                 cudaGetErrorString(err));
+      return ERR(e, TTP_ERR_CUDA, "%s: %zu bytes of shared memory: %s", list[i].name,
+                 list[i].bytes, cudaGetErrorString(err));
   }
   return TTP_OK;
 }
@@ -364,33 +754,60 @@ static int spread(const fused_shape& s, int blocks) {
 
 extern "C" ttp_status fused_stage1(const fused_shape* s, const aug_spec* spec,
                                    const fused_weights* w, const uint8_t* images, int count,
-                                   float* act1, cudaStream_t stream, ttp_err* e) {
+                                   void* act1, cudaStream_t stream, ttp_err* e) {
   const dim3 grid(count, min(s->copies, spread(*s, count)));
-  stage1_kernel<<<grid, kThreads, stage1_shared(*s), stream>>>(*s, *spec, w->w1, w->b1, images,
-                                                               act1);
+  const auto kernel = s->half ? stage1_kernel<true> : stage1_kernel<false>;
+  kernel<<<grid, kThreads, stage1_shared(*s), stream>>>(*s, *spec, w->w1, w->b1, images, act1);
   return launched("fused stage 1", e);
 }
 
-extern "C" ttp_status fused_stage2(const fused_shape* s, const fused_weights* w, const float* act1,
-                                   int rows, float* act2, cudaStream_t stream, ttp_err* e) {
+extern "C" ttp_status fused_stage2(const fused_shape* s, const fused_weights* w, const void* act1,
+                                   int rows, void* act2, cudaStream_t stream, ttp_err* e) {
   const int per_block = fused_stage2_copies(s), blocks = (rows + per_block - 1) / per_block;
-  const dim3 grid(blocks, min((s->k2 + kWarps - 1) / kWarps, spread(*s, blocks)));
-  stage2_kernel<<<grid, kThreads, stage2_shared(*s), stream>>>(*s, w->w2, w->b2, act1, rows, act2);
+  if (s->half) {
+    const int threads = 32 * per_block * fused_stage2_tile_pairs(s);
+    stage2h_kernel<<<blocks, threads, stage2_shared(*s), stream>>>(
+        *s, static_cast<const uint2*>(w->w2h), w->b2, static_cast<const __half*>(act1), rows,
+        static_cast<__half*>(act2));
+    return launched("fused stage 2 (fp16)", e);
+  }
+  /* The channel groups over the warps of gridDim.y blocks of the same copies; one channel a warp
+     where groups of 8 would not give every SM a warp. */
+  const int one = spread(*s, blocks) > 1;
+  const int groups = one ? s->k2 : fused_k2_pad(s) / kGroup2, warps = min(kWarps, groups);
+  const dim3 grid(blocks, one ? (groups + warps - 1) / warps : 1);
+  (one ? stage2_kernel<1> : stage2_kernel<kGroup2>)<<<grid, 32 * warps, stage2_shared(*s), stream>>>(
+      *s, w->w2t, w->b2, static_cast<const float*>(act1), rows, static_cast<float*>(act2));
   return launched("fused stage 2", e);
 }
 
+extern "C" size_t fused_hidden_bytes(const fused_shape* s) {
+  return s->half ? sizeof(float) * s->fc_out : 0;
+}
+
 extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weights* w,
-                                   const float* act2, int count, void* records,
+                                   const void* act2, int count, float* hidden, void* records,
                                    cudaStream_t stream, ttp_err* e) {
   /* As many images a block as keeps every SM busy, within the most it holds (each block reads
      all of fc1's weights: fewer rows a block, more reads). */
   const int most = fused_stage3_images(s->copies);
   const int per_block = max(1, min(most, count / s->sms));
   const int rows = per_block * s->copies, blocks = (count + per_block - 1) / per_block;
-  const size_t shared = stage3_shared(*s, per_block), record = aug_merge_record_size(s->classes);
+  const size_t record = aug_merge_record_size(s->classes);
+  unsigned char* out = static_cast<unsigned char*>(records);
+  if (s->half) {
+    const int all = count * s->copies;
+    const dim3 grid((all + kFcRows - 1) / kFcRows, ((s->fc_out + 7) / 8 + kFcTiles - 1) / kFcTiles);
+    fc1h_kernel<<<grid, kThreads, 0, stream>>>(*s, static_cast<const uint2*>(w->w3h), w->b3,
+                                               static_cast<const __half*>(act2), all, hidden);
+    TRY(launched("fused fc1 (fp16)", e));
+    stage3b_kernel<<<blocks, kThreads, sizeof(float) * rows * s->classes, stream>>>(
+        *s, per_block, merge, w->w4, w->b4, hidden, count, record, out);
+    return launched("fused stage 3 (fp16)", e);
+  }
   const auto kernel = rows <= 8 ? stage3_kernel<8> : rows <= 16 ? stage3_kernel<16> : stage3_kernel<32>;
-  kernel<<<blocks, kThreads, shared, stream>>>(*s, per_block, merge, w->w3t, w->b3, w->w4, w->b4,
-                                               act2, count, record,
-                                               static_cast<unsigned char*>(records));
+  kernel<<<blocks, kThreads, stage3_shared(*s, per_block), stream>>>(
+      *s, per_block, merge, w->w3t, w->b3, w->w4, w->b4, static_cast<const float*>(act2), count,
+      record, out);
   return launched("fused stage 3", e);
 }

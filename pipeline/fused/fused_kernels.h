@@ -6,7 +6,15 @@
      stage 3  fc1 + bias + ReLU + [LRN] + fc2 + bias + softmax + the merge of the N copies
                                                              act2 -> one record per image
 
-   rows = images x N copies, copy c of image i at row i N + c; activations fp32, CHW per row.
+   rows = images x N copies, copy c of image i at row i N + c. Two precisions (fused_shape.half):
+     fp32  FFMA throughout; act1 and act2 fp32, CHW per row (the model's order).
+     fp16  conv1 in fp32 FFMA as in fp32 (the copies are fp32), its output rounded to fp16;
+           conv2 and fc1 on the tensor cores (mma.sync m16n8k16, fp16 in, fp32 accumulation);
+           LRN, fc2, softmax and the merge in fp32. act1 fp16 HWC per row with the channels
+           padded to fused_c1_pad (zeros), act2 fp16 CHW per row padded to fused_act2_pitch
+           (zeros); weights of conv2 and fc1 in the tensor cores' fragment order
+           (fused_pack_weights). Stage 3 is two launches in fp16: fc1 as a GEMM over all rows
+           (fp32 outputs to a workspace in device memory), then the rest.
    Launch only (capture-safe): no allocation, no synchronisation. */
 #ifndef TTP_FUSED_KERNELS_H
 #define TTP_FUSED_KERNELS_H
@@ -46,35 +54,78 @@ typedef struct fused_shape {
   float lrn_alpha_n, lrn_beta, lrn_k;          /* alpha / n, beta, k */
   int classes;                                 /* fc2's outputs; softmax over them */
   int sms;                                     /* the device's multiprocessors */
+  int half;                                    /* fp16 (tensor cores), else fp32 */
 } fused_shape;
 
-/* Stage 2's copies a block: one warp's lanes hold (copy, pooled position) pairs. (AUG_FN,
-   tta_core.h: host and device.) */
-AUG_FN int fused_stage2_copies(const fused_shape* s) { return 32 / (s->p2_h * s->p2_w); }
+/* Channels padded to whole groups of 8: conv1's outputs (act1's channels in fp16), conv2's
+   outputs (the fp32 weights' rows and the tensor cores' n tiles). (AUG_FN, tta_core.h: host and
+   device.) */
+AUG_FN int fused_c1_pad(const fused_shape* s) { return (s->k1 + 7) / 8 * 8; }
+AUG_FN int fused_k2_pad(const fused_shape* s) { return (s->k2 + 7) / 8 * 8; }
+
+/* fp16 stage 2: conv2's outputs of a copy as tensor-core rows, four a pooled position (its 2x2
+   window), 16 a tile; a warp takes two tiles of one copy. */
+AUG_FN int fused_stage2_tile_pairs(const fused_shape* s) {
+  return ((s->p2_h * s->p2_w + 3) / 4 + 1) / 2;
+}
+
+/* Stage 2's copies a block. fp32: one warp's lanes hold (copy, pooled position) pairs; fp16: up
+   to 8 warps, fused_stage2_tile_pairs of them a copy. */
+AUG_FN int fused_stage2_copies(const fused_shape* s) {
+  if (s->half) {
+    const int c = 8 / fused_stage2_tile_pairs(s);
+    return c > 0 ? c : 1;
+  }
+  return 32 / (s->p2_h * s->p2_w);
+}
+
+/* fp16: act2's row pitch, fc_in rounded up to fc1's k chunks of 32 (the padding zeros). */
+AUG_FN int fused_act2_pitch(const fused_shape* s) {
+  return s->half ? (s->fc_in + 31) / 32 * 32 : s->fc_in;
+}
 
 /* Stage 3's most images a block: rows = images x N up to 32 (N when N > 32: two row groups). */
 AUG_FN int fused_stage3_images(int copies) { return copies >= 32 ? 1 : 32 / copies; }
 
-/* Device weights, fp32. Biases are never NULL (zeros where the model has none). */
+/* Device weights. Biases are never NULL (zeros where the model has none). */
 typedef struct fused_weights {
-  const float *w1, *b1; /* k1 x 25 */
-  const float *w2, *b2; /* k2 x k1 x 25 */
+  const float *w1, *b1;  /* k1 x 25 */
+  const float *w2t, *b2; /* conv2 by input channel and tap: k1 x 25 x fused_k2_pad (zeros) */
   const float *w3t, *b3; /* fc1 transposed: fc_in x fc_out */
-  const float *w4, *b4; /* classes x fc_out */
+  const float *w4, *b4;  /* classes x fc_out */
+  /* fp16 only (fused_pack_weights): conv2's and fc1's weights as the tensor cores' B
+     fragments, per (k step of 16, n tile of 8) 32 lanes of 4 halves. */
+  const void *w2h, *w3h;
 } fused_weights;
+
+/* The bytes of fp16 packed weights (0 in fp32), and their packing from w's fp32 weights into
+   packed, which w2h and w3h then point into (run once, before the first launch). */
+size_t fused_packed_bytes(const fused_shape* s);
+ttp_status fused_pack_weights(const fused_shape* s, fused_weights* w, void* packed,
+                              cudaStream_t stream, ttp_err* e);
+
+/* The bytes of one row's act1 (stage 1) or act2 (stage 2) in the kernels' layout. */
+size_t fused_act_bytes(const fused_shape* s, int stage);
 
 /* The shared memory the launches need beyond 48 KB: set once, before the first launch. */
 ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e);
 
 ttp_status fused_stage1(const fused_shape* s, const aug_spec* spec, const fused_weights* w,
-                        const uint8_t* images, int count, float* act1, cudaStream_t stream,
+                        const uint8_t* images, int count, void* act1, cudaStream_t stream,
                         ttp_err* e);
-ttp_status fused_stage2(const fused_shape* s, const fused_weights* w, const float* act1, int rows,
-                        float* act2, cudaStream_t stream, ttp_err* e);
-/* records: count records of aug_merge_record_size(classes) bytes (augment/merge_kernel.h). */
+ttp_status fused_stage2(const fused_shape* s, const fused_weights* w, const void* act1, int rows,
+                        void* act2, cudaStream_t stream, ttp_err* e);
+/* records: count records of aug_merge_record_size(classes) bytes (augment/merge_kernel.h).
+   hidden: fused_hidden_bytes a row of workspace (fp16: fc1's outputs; fp32: none, NULL). */
+size_t fused_hidden_bytes(const fused_shape* s);
 ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weights* w,
-                        const float* act2, int count, void* records, cudaStream_t stream,
-                        ttp_err* e);
+                        const void* act2, int count, float* hidden, void* records,
+                        cudaStream_t stream, ttp_err* e);
+
+/* Test-only: rows of act1 (stage 1) or act2 (stage 2) between fp32 CHW (the CPU reference's
+   layout) and the kernels' layout, on the device (to_kernel: from chw into kernel, else back). */
+ttp_status fused_act_convert(const fused_shape* s, int stage, int rows, int to_kernel,
+                             float* chw, void* kernel, cudaStream_t stream, ttp_err* e);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,9 @@
    Two models: NVIDIA's mnistCUDNN LeNet (or, without SHARED_DATASETS_DIR, one generated in its
    shape) with N = 5 and the default augmentation, and a made-up one of odd sizes (20x23 input,
    padding 2 and 1, 7 and 9 channels, ReLUs after the convolutions, no LRN, 13 classes) with
-   N = 3 and Gaussian noise. Usage: test_fused_stages SHARED_DATASETS_DIR. Skipped (77) without a
+   N = 3 and Gaussian noise. Each in fp32 (tolerance 1e-5 relative) and fp16 (act1 and act2 in
+   fp16, conv2 and fc1 on the tensor cores: 1e-3 for stage 1's rounding to fp16, 1e-2 from there
+   on). Usage: test_fused_stages SHARED_DATASETS_DIR. Skipped (77) without a
    GPU. */
 #include <math.h>
 #include <stdlib.h>
@@ -83,10 +85,12 @@ static size_t compare(const char* what, const float* got, const float* want, siz
 }
 
 static void run_model(const char* name, const model* m, const ttp_tta* tta, int images,
-                      test_rng* rng) {
-  printf("%s, %d images, %d copies:\n", name, images, tta->copies);
+                      ttp_precision precision, test_rng* rng) {
+  const int half = precision == TTP_PRECISION_FP16;
+  const double tol1 = half ? 1e-3 : 1e-5, tol = half ? 1e-2 : 1e-5;
+  printf("%s, %s, %d images, %d copies:\n", name, half ? "fp16" : "fp32", images, tta->copies);
   ttp_err e = {0};
-  engine_config c = {.device = 0, .precision = TTP_PRECISION_FP32};
+  engine_config c = {.device = 0, .precision = precision};
   CHECK(aug_spec_from(tta, &c.spec, &c.merge, &e) == TTP_OK, "%s", e.message);
   char why[320];
   CHECK(fused_supports_model(m, &c, why, sizeof why), "%s: not the fused engine's shape: %s", name,
@@ -131,10 +135,10 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
 
   test_poison(got1, rows * n1);
   CHECK(fused_run_stage(m, &c, 1, images, px, got1, &e) == TTP_OK, "%s", e.message);
-  size_t bad = compare("stage 1: augment + conv1 + pool1", got1, want1, rows * n1, 1e-5);
+  size_t bad = compare("stage 1: augment + conv1 + pool1", got1, want1, rows * n1, tol1);
   test_poison(got2, rows * n2);
   CHECK(fused_run_stage(m, &c, 2, images, want1, got2, &e) == TTP_OK, "%s", e.message);
-  bad += compare("stage 2: conv2 + pool2", got2, want2, rows * n2, 1e-5);
+  bad += compare("stage 2: conv2 + pool2", got2, want2, rows * n2, tol);
   memset(got3, 0xff, images * record);
   CHECK(fused_run_stage(m, &c, 3, images, want2, got3, &e) == TTP_OK, "%s", e.message);
   float* merged = malloc((size_t)images * classes * sizeof(float));
@@ -156,15 +160,15 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
     for (int k = 0; k < classes; k++)
       if (k != want_r[i].class_index && w[k] > w[second]) second = k;
     if (got_r[i].class_index != want_r[i].class_index &&
-        w[want_r[i].class_index] - w[second] > 1e-5 && wrong_class++ < 3)
+        w[want_r[i].class_index] - w[second] > tol && wrong_class++ < 3)
       fprintf(stderr, "  image %d: class %d, the CPU's %d\n", i, got_r[i].class_index,
               want_r[i].class_index);
   }
   bad += compare("stage 3: fc1 .. softmax + merge (merged vector)", merged, want3,
-                 (size_t)images * classes, 1e-5);
+                 (size_t)images * classes, tol);
   printf("  %-52s max diff %.3g; %zu classes differ\n", "stage 3: probability and spread",
          worst_fields, wrong_class);
-  bad += wrong_class + !(worst_fields <= 1e-5);
+  bad += wrong_class + !(worst_fields <= tol);
   CHECK(bad == 0, "%s: the fused stages disagree with the CPU", name);
 
   free(px), free(a), free(b), free(copy), free(acc), free(want1), free(got1), free(want2);
@@ -234,14 +238,18 @@ int main(int argc, char** argv) {
   ttp_tta tta;
   ttp_tta_init(&tta);
   tta.copies = 5;
-  run_model(made ? "a generated LeNet" : "NVIDIA's mnistCUDNN LeNet", lenet, &tta, 37, &rng);
+  for (int half = 0; half < 2; half++)
+    run_model(made ? "a generated LeNet" : "NVIDIA's mnistCUDNN LeNet", lenet, &tta, 37,
+              half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32, &rng);
   model_free(lenet);
 
   model* odd = odd_model(&rng);
   ttp_tta_init(&tta);
   tta.copies = 3;
   tta.noise_kind = TTP_NOISE_GAUSSIAN;
-  run_model("an odd-sized model", odd, &tta, 29, &rng);
+  for (int half = 0; half < 2; half++)
+    run_model("an odd-sized model", odd, &tta, 29, half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32,
+              &rng);
   model_free(odd);
   if (made) {
     test_remove_tree(made);
