@@ -30,22 +30,30 @@ __device__ __forceinline__ float nan_max(float a, float b) { return b > a || isn
 
 __device__ __forceinline__ float relu_if(int relu, float v) { return relu && v < 0.0f ? 0.0f : v; }
 
-// One pooled output of a 5x5 convolution over a 6x6 patch: the four convolutions under the 2x2
-// window (without bias), their maximum.
-__device__ __forceinline__ float conv_pool(const float (&patch)[kWindow][kWindow],
-                                           const float* __restrict__ w) {
-  float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+// Four channels' pooled outputs of a 5x5 convolution over a 6x6 patch: per channel the four
+// convolutions under the 2x2 window (without bias), their maximum. w: the four channels' weights
+// of tap t at w[t pitch] (16-byte aligned), one 16-byte load a tap.
+__device__ __forceinline__ void conv_pool4(const float (&patch)[kWindow][kWindow],
+                                           const float* w, int pitch, float (&out)[4]) {
+  float a[4][4];
+#pragma unroll
+  for (int g = 0; g < 4; g++) a[g][0] = a[g][1] = a[g][2] = a[g][3] = 0.0f;
 #pragma unroll
   for (int r = 0; r < FUSED_CONV; r++)
 #pragma unroll
     for (int s = 0; s < FUSED_CONV; s++) {
-      const float v = w[r * FUSED_CONV + s];
-      a0 = __fmaf_rn(v, patch[r][s], a0);
-      a1 = __fmaf_rn(v, patch[r][s + 1], a1);
-      a2 = __fmaf_rn(v, patch[r + 1][s], a2);
-      a3 = __fmaf_rn(v, patch[r + 1][s + 1], a3);
+      const float4 w4 = *reinterpret_cast<const float4*>(w + (r * FUSED_CONV + s) * pitch);
+      const float v[4] = {w4.x, w4.y, w4.z, w4.w};
+#pragma unroll
+      for (int g = 0; g < 4; g++) {
+        a[g][0] = __fmaf_rn(v[g], patch[r][s], a[g][0]);
+        a[g][1] = __fmaf_rn(v[g], patch[r][s + 1], a[g][1]);
+        a[g][2] = __fmaf_rn(v[g], patch[r + 1][s], a[g][2]);
+        a[g][3] = __fmaf_rn(v[g], patch[r + 1][s + 1], a[g][3]);
+      }
     }
-  return nan_max(nan_max(a0, a1), nan_max(a2, a3));
+#pragma unroll
+  for (int g = 0; g < 4; g++) out[g] = nan_max(nan_max(a[g][0], a[g][1]), nan_max(a[g][2], a[g][3]));
 }
 
 __device__ __forceinline__ void load_patch(float (&patch)[kWindow][kWindow], const float* x,
@@ -61,7 +69,9 @@ __device__ __forceinline__ void load_patch(float (&patch)[kWindow][kWindow], con
 // Block (i, y) takes image i's copies y, y + 1, ... of an equal share (gridDim.y shares: small
 // batches spread their copies over more blocks). Copies are made into shared memory a chunk at a
 // time (as many as fit in kStage1Bytes), zero-padded; then each thread computes pooled outputs of
-// a (copy, group of four channels, position) from one 6x6 patch held in registers. fp32 writes
+// a (copy, group of four channels, position) from one 6x6 patch held in registers, the four
+// channels' weights of a tap in one 16-byte load from shared memory (laid out [tap][channel]:
+// one load a weight, the variant before, left the load unit busier than the FMA pipe). fp32 writes
 // them CHW; fp16 writes the four channels of a position as one 8-byte store (HWC, channels
 // padded with zeros to fused_c1_pad).
 
@@ -85,11 +95,15 @@ __global__ void __launch_bounds__(kThreads)
                   const float* __restrict__ b1, const uint8_t* __restrict__ images,
                   void* __restrict__ act1) {
   __shared__ uint8_t image[FUSED_MAX_INPUT * FUSED_MAX_INPUT];
-  __shared__ float weights[FUSED_MAX_K1 * FUSED_CONV * FUSED_CONV];
+  __shared__ __align__(16) float weights[FUSED_MAX_K1 * FUSED_CONV * FUSED_CONV];
   extern __shared__ float copies[];
   const int pixels = s.in_h * s.in_w;
   const int pitch = s.in_w + 2 * s.pad1, plane = (s.in_h + 2 * s.pad1) * pitch;
-  for (int i = threadIdx.x; i < s.k1 * FUSED_CONV * FUSED_CONV; i += kThreads) weights[i] = w1[i];
+  const int kp = (s.k1 + kGroup1 - 1) / kGroup1 * kGroup1;  // weights' pitch, zeros beyond k1
+  for (int i = threadIdx.x; i < kp * FUSED_CONV * FUSED_CONV; i += kThreads) {
+    const int k = i % kp, tap = i / kp;
+    weights[i] = k < s.k1 ? w1[k * FUSED_CONV * FUSED_CONV + tap] : 0.0f;
+  }
   const uint64_t key =
       aug_block_load<kThreads>(images + (size_t)blockIdx.x * pixels, pixels, image);  // syncs
 
@@ -112,13 +126,14 @@ __global__ void __launch_bounds__(kThreads)
       const int py = pos / s.p1_w, px = pos % s.p1_w;
       float patch[kWindow][kWindow];
       load_patch(patch, copies + c * plane + 2 * py * pitch + 2 * px, pitch);
-      float v[kGroup1];
+      float v[kGroup1] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (group * kGroup1 < s.k1) {  // else fp16's padding channels: zeros
+        conv_pool4(patch, weights + group * kGroup1, kp, v);
 #pragma unroll
-      for (int g = 0; g < kGroup1; g++) {
-        const int k = group * kGroup1 + g;
-        v[g] = k < s.k1 ? relu_if(s.relu1,
-                                  conv_pool(patch, weights + k * FUSED_CONV * FUSED_CONV) + b1[k])
-                        : 0.0f;
+        for (int g = 0; g < kGroup1; g++) {
+          const int k = group * kGroup1 + g;
+          v[g] = k < s.k1 ? relu_if(s.relu1, v[g] + b1[k]) : 0.0f;
+        }
       }
       const size_t row = (size_t)blockIdx.x * s.copies + first + c;
       if (kHalf) {
@@ -285,17 +300,24 @@ __global__ void __launch_bounds__(kThreads)
     offsets[i] = ((tap / FUSED_CONV * pitch + tap % FUSED_CONV) * pp + i % cblocks * 8) * 2;
   }
   if (threadIdx.x == 0) *zero = make_uint4(0, 0, 0, 0);
-  for (int i = threadIdx.x; i < n * pixels * units; i += blockDim.x) {
-    const int u = i % units, pix = i / units % pixels, c = i / (units * pixels);
-    const int y = pix / pitch - s.pad2, x = pix % pitch - s.pad2;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (u < cblocks && y >= 0 && y < s.p1_h && x >= 0 && x < s.p1_w)
-      v = *reinterpret_cast<const uint4*>(
-          act1 + ((size_t)(row0 + c) * s.p1_h * s.p1_w + y * s.p1_w + x) * c1p + u * 8);
-    *reinterpret_cast<uint4*>(tile + ((size_t)c * pixels + pix) * pp + u * 8) = v;
+  // The copies' rows over the warps, a row's 16-byte units over the lanes: the divisions (by
+  // run-time sizes, tens of instructions each) once a thread, not once a unit.
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const int height = s.p1_h + 2 * s.pad2;
+  for (int item = lane; item < pitch * units; item += 32) {
+    const int x = item / units - s.pad2, u = item % units;
+    const bool inside = u < cblocks && x >= 0 && x < s.p1_w;
+    for (int c = 0, y = warp; c < n;) {
+      const int sy = y - s.pad2;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (inside && sy >= 0 && sy < s.p1_h)
+        v = *reinterpret_cast<const uint4*>(
+            act1 + ((size_t)(row0 + c) * s.p1_h * s.p1_w + sy * s.p1_w + x) * c1p + u * 8);
+      *reinterpret_cast<uint4*>(tile + ((size_t)c * pixels + y * pitch) * pp + item * 8) = v;
+      for (y += warps; y >= height && c < n; y -= height) c++;
+    }
   }
   __syncthreads();
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int c = warp / pairs, pair = warp % pairs;
   if (c >= n) return;
   const int positions = s.p2_h * s.p2_w, ntiles = fused_k2_pad(&s) / 8;
@@ -317,14 +339,17 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int nt = 0; nt < FUSED_MAX_K2 / 8; nt++)
       acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
-  for (int ks = 0; ks < ksteps; ks++) {
+  // The weights' pointer advanced a k step at a time, n tiles at constant offsets from it: an
+  // index computed afresh for each load cost ~8 integer instructions a load (70 a k step, for
+  // 14 mma).
+  const uint2* b = w2h + lane;
+  for (int ks = 0; ks < ksteps; ks++, b += ntiles * 32) {
     const int kg = 2 * ks + lane / 16;
     const bool real = kg < kgroups;  // an odd count of k groups ends in a half step of zeros
     const int offset = real ? offsets[kg] : 0;
     uint32_t a[2][4];
     ldmatrix_x4(a[0], real ? row_addr[0] + offset : zero_addr);
     ldmatrix_x4(a[1], real ? row_addr[1] + offset : zero_addr);
-    const uint2* b = w2h + (size_t)ks * ntiles * 32 + lane;
 #pragma unroll
     for (int nt = 0; nt < FUSED_MAX_K2 / 8; nt++)
       if (nt < ntiles) {
@@ -518,7 +543,7 @@ __global__ void __launch_bounds__(kThreads)
 
 constexpr int kFcRows = 128, kFcTiles = 16, kFcK = 32, kFcPitch = kFcK + 8;
 
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     fc1h_kernel(fused_shape s, const uint2* __restrict__ w3h, const float* __restrict__ b3,
                 const __half* __restrict__ act2, int rows, float* __restrict__ hidden) {
   __shared__ __align__(16) __half a[2][kFcRows * kFcPitch];
@@ -592,14 +617,20 @@ __global__ void __launch_bounds__(kThreads)
       }
 }
 
-// fp16 stage 3's rest: LRN + fc2 + softmax + merge from fc1's outputs in device memory.
+// fp16 stage 3's rest: LRN + fc2 + softmax + merge from fc1's outputs in device memory, copied
+// to shared memory first in coalesced loads (read in place by the LRN's windows, they left the
+// kernel waiting on scattered loads: 0.78 ms a batch of 8192 on the H100).
 __global__ void __launch_bounds__(kThreads)
     stage3b_kernel(fused_shape s, int per_block, ttp_merge merge, const float* __restrict__ w4,
                    const float* __restrict__ b4, const float* __restrict__ hidden, int count,
                    size_t record_size, unsigned char* __restrict__ records) {
-  extern __shared__ float probs[];
+  extern __shared__ __align__(16) float rows_of[];
   const int image0 = blockIdx.x * per_block, images = min(per_block, count - image0);
-  stage3_tail(s, merge, w4, b4, hidden + (size_t)image0 * s.copies * s.fc_out, probs, images,
+  const int n = images * s.copies * s.fc_out;
+  const float* from = hidden + (size_t)image0 * s.copies * s.fc_out;
+  for (int i = threadIdx.x; i < n; i += kThreads) rows_of[i] = from[i];
+  __syncthreads();
+  stage3_tail(s, merge, w4, b4, rows_of, rows_of + per_block * s.copies * s.fc_out, images,
               image0, record_size, records);
 }
 
@@ -719,7 +750,7 @@ extern "C" ttp_status fused_act_convert(const fused_shape* s, int stage, int row
 extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
   const int per_block = fused_stage3_images(s->copies);
   const size_t stage3 = stage3_shared(*s, per_block);
-  const size_t stage3b = sizeof(float) * per_block * s->copies * s->classes;
+  const size_t stage3b = sizeof(float) * per_block * s->copies * (s->fc_out + s->classes);
   struct need {
     const void* kernel;
     size_t bytes;
@@ -801,7 +832,7 @@ extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const 
     fc1h_kernel<<<grid, kThreads, 0, stream>>>(*s, static_cast<const uint2*>(w->w3h), w->b3,
                                                static_cast<const __half*>(act2), all, hidden);
     TRY(launched("fused fc1 (fp16)", e));
-    stage3b_kernel<<<blocks, kThreads, sizeof(float) * rows * s->classes, stream>>>(
+    stage3b_kernel<<<blocks, kThreads, sizeof(float) * rows * (s->fc_out + s->classes), stream>>>(
         *s, per_block, merge, w->w4, w->b4, hidden, count, record, out);
     return launched("fused stage 3 (fp16)", e);
   }
