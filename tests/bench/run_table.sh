@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one command behind BENCHMARKS.md's table: ttapipe bench (cudnn fp32 and fp16, graph on and
-# off; fused fp32, graph on and off), the naive baseline (bench_naive, tests/bench/naive.c) and the PyTorch peers (eager, CUDA graph, torch.compile), all at
+# off; fused fp32 and fp16, graph on and off), the naive baseline (bench_naive, tests/bench/naive.c) and the PyTorch peers (eager, CUDA graph, torch.compile), all at
 # N = 5 copies on random images, from host memory to host results, in one run on this machine's
 # GPU; then the table, with ratios, from their JSON.
 # Usage: bash tests/bench/run_table.sh [MODEL_DIR [OUT_DIR]]   (after bash .ci/build; another
@@ -13,7 +13,7 @@ out=${2:-$bin/bench}
 mkdir -p "$out"
 "$bin/ttapipe" bench --model "$model" --engine cudnn --precision fp32,fp16 --graph on,off \
   --batch 1,64,1024,4096,8192 --tta 5 --seconds 2 --json "$out/ttapipe.json" | tee "$out/ttapipe.txt"
-"$bin/ttapipe" bench --model "$model" --engine fused --precision fp32 --graph on,off \
+"$bin/ttapipe" bench --model "$model" --engine fused --precision fp32,fp16 --graph on,off \
   --batch 1,64,1024,4096,8192 --tta 5 --seconds 2 --json "$out/fused.json" | tee "$out/fused.txt"
 "$bin/tests/bench_naive" --model "$model" --precision fp32 --batch 1,64,1024 \
   --tta 5 --seconds 2 --warmup 1 --json "$out/naive.json" | tee "$out/naive.txt"
