@@ -18,17 +18,14 @@
 #include "../../augment/merge_core.h"
 #include "../../augment/merge_kernel.h"
 #include "../../augment/tta_block.cuh"
+#include "fused_device.cuh"
 #include "fused_kernels.h"
 
 namespace {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
-constexpr int kWindow = FUSED_CONV + FUSED_POOL - 1;  // input rows/columns under one pooled output
+constexpr int kWindow = kFusedWindow;
 
-// max() that propagates NaN, as cpu_maxpool does.
-__device__ __forceinline__ float nan_max(float a, float b) { return b > a || isnan(b) ? b : a; }
-
-__device__ __forceinline__ float relu_if(int relu, float v) { return relu && v < 0.0f ? 0.0f : v; }
 
 // Four channels' pooled outputs of a 5x5 convolution over a 6x6 patch: per channel the four
 // convolutions under the 2x2 window (without bias), their maximum. w: the four channels' weights
@@ -56,13 +53,6 @@ __device__ __forceinline__ void conv_pool4(const float (&patch)[kWindow][kWindow
   for (int g = 0; g < 4; g++) out[g] = nan_max(nan_max(a[g][0], a[g][1]), nan_max(a[g][2], a[g][3]));
 }
 
-__device__ __forceinline__ void load_patch(float (&patch)[kWindow][kWindow], const float* x,
-                                           int pitch) {
-#pragma unroll
-  for (int r = 0; r < kWindow; r++)
-#pragma unroll
-    for (int s = 0; s < kWindow; s++) patch[r][s] = x[r * pitch + s];
-}
 
 // ---- stage 1: augment + conv1 + bias + [ReLU] + pool --------------------------------------------
 //

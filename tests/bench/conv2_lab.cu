@@ -30,6 +30,7 @@
 #include <string.h>
 #include <vector>
 
+#include "pipeline/fused/fused_device.cuh"
 #include "pipeline/fused/fused_kernels.h"
 // check.h is a C header; the standard headers it includes are already in, outside extern "C".
 extern "C" {
@@ -95,21 +96,10 @@ void reference(const fused_shape& s, const float* act1, const float* w2, const f
 // (one broadcast load each). It lost because each such load serves only 4 FMAs (NOTES.md).
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
-constexpr int kWindow = FUSED_CONV + FUSED_POOL - 1;  // input rows/columns under one pooled output
+constexpr int kWindow = kFusedWindow;
 constexpr int kGroup2 = (FUSED_MAX_K2 + kWarps - 1) / kWarps;
 
-// max() that propagates NaN, as cpu_maxpool does.
-__device__ __forceinline__ float nan_max(float a, float b) { return b > a || isnan(b) ? b : a; }
 
-__device__ __forceinline__ float relu_if(int relu, float v) { return relu && v < 0.0f ? 0.0f : v; }
-
-__device__ __forceinline__ void load_patch(float (&patch)[kWindow][kWindow], const float* x,
-                                           int pitch) {
-#pragma unroll
-  for (int r = 0; r < kWindow; r++)
-#pragma unroll
-    for (int s = 0; s < kWindow; s++) patch[r][s] = x[r * pitch + s];
-}
 
 __global__ void __launch_bounds__(kThreads)
     stage2_scalar_kernel(fused_shape s, const float* __restrict__ w2, const float* __restrict__ b2,
