@@ -1,5 +1,5 @@
 /* The fused engine (see fused_engine.h): the model's shape read into a fused_shape, the weights
-   laid out for the kernels, and the three launches of a batch. */
+   laid out for the kernels, and the launches of a batch (three; four in fp16). */
 #include "fused_engine.h"
 
 #include <stdio.h>
@@ -168,30 +168,36 @@ static void find_weighted(const model* m, const model_layer* out[4]) {
     if (m->layers[i].op == MODEL_CONV || m->layers[i].op == MODEL_FC) out[k++] = &m->layers[i];
 }
 
+/* A layer's weights [outs][ins] as [ins][pitch] (pitch >= outs; the rest stays zero). */
+static void transpose(float* dst, const float* src, int outs, int ins, int pitch) {
+  for (int o = 0; o < outs; o++)
+    for (int i = 0; i < ins; i++) dst[(size_t)i * pitch + o] = src[(size_t)o * ins + i];
+}
+
 /* The weights in the kernels' layouts, copied to the device in one piece. */
 static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
   const fused_shape* s = &g->s;
   const model_layer* l[4];
   find_weighted(m, l);
   const int k2p = fused_k2_pad(s), taps = FUSED_CONV * FUSED_CONV;
-  const size_t counts[8] = {l[0]->weight_count, (size_t)s->k1, (size_t)s->k1 * taps * k2p,
-                            (size_t)s->k2,
-                            l[2]->weight_count, (size_t)s->fc_out, l[3]->weight_count,
-                            (size_t)s->classes};
+  const int k1p = fused_k1_pitch(s);
+  const size_t counts[8] = {(size_t)taps * k1p, (size_t)s->k1, (size_t)s->k1 * taps * k2p,
+                            (size_t)s->k2, l[2]->weight_count, (size_t)s->fc_out,
+                            l[3]->weight_count, (size_t)s->classes};
   size_t offsets[9] = {0};
   for (int i = 0; i < 8; i++) offsets[i + 1] = offsets[i] + ((counts[i] + 31) & ~(size_t)31);
   float* host = calloc(offsets[8], sizeof(float));
   if (!host) return ERR_NOMEM(e, offsets[8] * sizeof(float));
   for (int k = 0; k < 4; k++) {
     float* wdst = host + offsets[2 * k];
-    if (k == 1) /* conv2 as [input channel][tap][output channel], zeros to k2p */
-      for (int o = 0; o < s->k2; o++)
-        for (int i = 0; i < s->k1 * taps; i++)
-          wdst[(size_t)i * k2p + o] = l[1]->weights[(size_t)o * s->k1 * taps + i];
-    else if (k == 2) /* fc1 transposed: [in][out], so that a warp reads consecutive outputs */
-      for (int o = 0; o < s->fc_out; o++)
-        for (int i = 0; i < s->fc_in; i++)
-          wdst[(size_t)i * s->fc_out + o] = l[2]->weights[(size_t)o * s->fc_in + i];
+    /* conv1 as [tap][output channel] (pitch k1p), conv2 as [input channel][tap][output channel]
+       (pitch k2p), fc1 as [in][out]: a warp's lanes or a 16-byte load take consecutive outputs */
+    if (k == 0)
+      transpose(wdst, l[0]->weights, s->k1, taps, k1p);
+    else if (k == 1)
+      transpose(wdst, l[1]->weights, s->k2, s->k1 * taps, k2p);
+    else if (k == 2)
+      transpose(wdst, l[2]->weights, s->fc_out, s->fc_in, s->fc_out);
     else
       memcpy(wdst, l[k]->weights, l[k]->weight_count * sizeof(float));
     if (l[k]->bias) memcpy(host + offsets[2 * k + 1], l[k]->bias, counts[2 * k + 1] * sizeof(float));

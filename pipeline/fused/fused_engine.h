@@ -1,6 +1,6 @@
 /* The fused engine: a network for the GPU runner (graph/runner.h) written here, three kernels
-   for the whole augmented pass (fused_kernels.h), no cuDNN or cuBLAS on its path. It runs one
-   shape of model, LeNet's:
+   (four in fp16) for the whole augmented pass (fused_kernels.h), no cuDNN or cuBLAS on its
+   path. It runs one shape of model, LeNet's:
 
      conv 5x5 -> [ReLU] -> max-pool 2x2/2 -> conv 5x5 -> [ReLU] -> max-pool 2x2/2
        -> fc -> ReLU -> [LRN] -> fc -> softmax

@@ -11,7 +11,9 @@
 // leave stage 3), and the stages may each take the thread layout that suits them. In fp16 the
 // same holds with half the bytes; conv2 and fc1 (94% of the multiply-adds) go to the tensor
 // cores, which at 5% of their peak would carry 3 M images/s: what remains on the CUDA cores
-// (the augmentation, conv1, LRN, fc2) sets the pace.
+// (the augmentation, conv1, LRN, fc2) sets the pace. fp16's stage 3 is two launches: fc1 as a
+// GEMM over the whole batch, its outputs (500 floats a copy, 2 KB) out and back once, which
+// costs far less than every small block reading fc1's weights from L2 (stage3b_kernel).
 #include <cuda_fp16.h>
 #include <math.h>
 
@@ -89,11 +91,8 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ float copies[];
   const int pixels = s.in_h * s.in_w;
   const int pitch = s.in_w + 2 * s.pad1, plane = (s.in_h + 2 * s.pad1) * pitch;
-  const int kp = (s.k1 + kGroup1 - 1) / kGroup1 * kGroup1;  // weights' pitch, zeros beyond k1
-  for (int i = threadIdx.x; i < kp * FUSED_CONV * FUSED_CONV; i += kThreads) {
-    const int k = i % kp, tap = i / kp;
-    weights[i] = k < s.k1 ? w1[k * FUSED_CONV * FUSED_CONV + tap] : 0.0f;
-  }
+  const int kp = fused_k1_pitch(&s);  // the weights come laid out [tap][channel] (upload_weights)
+  for (int i = threadIdx.x; i < kp * FUSED_CONV * FUSED_CONV; i += kThreads) weights[i] = w1[i];
   const uint64_t key =
       aug_block_load<kThreads>(images + (size_t)blockIdx.x * pixels, pixels, image);  // syncs
 
@@ -809,8 +808,8 @@ extern "C" size_t fused_hidden_bytes(const fused_shape* s) {
 extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weights* w,
                                    const void* act2, int count, float* hidden, void* records,
                                    cudaStream_t stream, ttp_err* e) {
-  /* As many images a block as keeps every SM busy, within the most it holds (each block reads
-     all of fc1's weights: fewer rows a block, more reads). */
+  /* As many images a block as keeps every SM busy, within the most it holds (in fp32 each block
+     reads all of fc1's weights: fewer rows a block, more reads). */
   const int most = fused_stage3_images(s->copies);
   const int per_block = max(1, min(most, count / s->sms));
   const int rows = per_block * s->copies, blocks = (count + per_block - 1) / per_block;

@@ -63,6 +63,9 @@ typedef struct fused_shape {
 AUG_FN int fused_c1_pad(const fused_shape* s) { return (s->k1 + 7) / 8 * 8; }
 AUG_FN int fused_k2_pad(const fused_shape* s) { return (s->k2 + 7) / 8 * 8; }
 
+/* conv1's weights' row: its channels padded to stage 1's groups of 4 (one 16-byte load a tap). */
+AUG_FN int fused_k1_pitch(const fused_shape* s) { return (s->k1 + 3) / 4 * 4; }
+
 /* fp16 stage 2: conv2's outputs of a copy as tensor-core rows, four a pooled position (its 2x2
    window), 16 a tile; a warp takes two tiles of one copy. */
 AUG_FN int fused_stage2_tile_pairs(const fused_shape* s) {
@@ -89,7 +92,7 @@ AUG_FN int fused_stage3_images(int copies) { return copies >= 32 ? 1 : 32 / copi
 
 /* Device weights. Biases are never NULL (zeros where the model has none). */
 typedef struct fused_weights {
-  const float *w1, *b1;  /* k1 x 25 */
+  const float *w1, *b1;  /* conv1 by tap: 25 x fused_k1_pitch (zeros beyond k1) */
   const float *w2t, *b2; /* conv2 by input channel and tap: k1 x 25 x fused_k2_pad (zeros) */
   const float *w3t, *b3; /* fc1 transposed: fc_in x fc_out */
   const float *w4, *b4;  /* classes x fc_out */

@@ -99,8 +99,6 @@ constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kWindow = kFusedWindow;
 constexpr int kGroup2 = (FUSED_MAX_K2 + kWarps - 1) / kWarps;
 
-
-
 __global__ void __launch_bounds__(kThreads)
     stage2_scalar_kernel(fused_shape s, const float* __restrict__ w2, const float* __restrict__ b2,
                          const float* __restrict__ act1, int rows, float* __restrict__ act2) {
