@@ -157,8 +157,8 @@ typedef struct fused_net {
   void* packed;   /* fp16: conv2's and fc1's weights as tensor-core fragments */
   fused_weights w;
   void *act1, *act2;
-  float* hidden; /* fp16: fc1's outputs between its GEMM and the rest of stage 3 */
-  char details[256];
+  float* hidden; /* fc1's outputs between its GEMM and the rest of stage 3 */
+  char details[384];
 } fused_net;
 
 /* The model's layers in the order shape_of read them: conv1, conv2, fc1, fc2. */
@@ -260,7 +260,7 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
   if (st == TTP_OK) err = cudaMalloc(&g->act1, rows * fused_act_bytes(&g->s, 1));
   if (st == TTP_OK && err == cudaSuccess)
     err = cudaMalloc(&g->act2, rows * fused_act_bytes(&g->s, 2));
-  if (st == TTP_OK && err == cudaSuccess && g->s.half)
+  if (st == TTP_OK && err == cudaSuccess)
     err = cudaMalloc((void**)&g->hidden, rows * fused_hidden_bytes(&g->s));
   if (st == TTP_OK && err != cudaSuccess)
     st = ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,
@@ -269,11 +269,13 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
     fused_destroy(g);
     return st;
   }
+  const int half = g->s.half;
   snprintf(g->details, sizeof g->details,
-           "stage 1: augment + conv1 + pool (an image a block); stage 2: conv2 + pool (%d copies "
-           "a block%s); stage 3: fc1%s + %sfc2 + softmax + merge (up to %d images a block); "
-           "small batches spread over more blocks", fused_stage2_copies(&g->s),
-           g->s.half ? ", mma.sync" : "", g->s.half ? " (a GEMM of its own, mma.sync)" : "",
+           "stage 1: augment + conv1 + pool (an image a block); stage 2: conv2 + pool, %s "
+           "(%d copies a block)%s; stage 3: fc1 (a GEMM of its own%s) + %sfc2 + softmax + merge "
+           "(up to %d images a block); small batches spread over more blocks",
+           half ? "mma.sync" : "register-tiled where the batch fills the GPU",
+           fused_stage2_copies(&g->s), half ? "" : " otherwise", half ? ", mma.sync" : " there",
            g->s.lrn ? "LRN + " : "", fused_stage3_images(g->s.copies));
   *out = g;
   return TTP_OK;
@@ -312,13 +314,14 @@ const gpu_network_ops fused_network = {
 /* ---- one stage by itself (tests) ------------------------------------------------------------------ */
 
 ttp_status fused_run_stage(const model* m, const engine_config* c, int stage, int images,
-                           const void* in, void* out, ttp_err* e) {
+                           int wide, const void* in, void* out, ttp_err* e) {
   if (stage < 1 || stage > 3 || images < 1)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "fused_run_stage: stage %d, %d images", stage, images);
   gpu_buckets b = {1, {images}};
   void* state = NULL;
   TRY(fused_plan(m, c, &b, 0, &state, e));
   fused_net* g = state;
+  g->s.wide = wide;
   const fused_shape* s = &g->s;
   const int rows = images * s->copies;
   /* The activations as the CPU has them: fp32 CHW, rows x (K1 P1 Q1 | fc_in) floats. */

@@ -32,9 +32,11 @@ extern const gpu_network_ops fused_network;
    CHW; in fp16 converted to and from the kernels' layouts on the device):
      1: in  images x input pixels (bytes)       out  rows x K1 P1 Q1 floats (act1)
      2: in  rows x K1 P1 Q1 floats              out  rows x fc_in floats (act2)
-     3: in  rows x fc_in floats                 out  images records (augment/merge_kernel.h) */
+     3: in  rows x fc_in floats                 out  images records (augment/merge_kernel.h)
+   wide: fused_shape.wide (0 as the engine chooses; 1 or -1 to reach fp32's batch-wide kernels
+   or the others with any batch). */
 ttp_status fused_run_stage(const model* m, const engine_config* c, int stage, int images,
-                           const void* in, void* out, ttp_err* e);
+                           int wide, const void* in, void* out, ttp_err* e);
 
 #ifdef __cplusplus
 }

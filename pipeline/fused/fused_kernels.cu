@@ -13,7 +13,8 @@
 // cores, which at 5% of their peak would carry 3 M images/s: what remains on the CUDA cores
 // (the augmentation, conv1, LRN, fc2) sets the pace. fp16's stage 3 is two launches: fc1 as a
 // GEMM over the whole batch, its outputs (500 floats a copy, 2 KB) out and back once, which
-// costs far less than every small block reading fc1's weights from L2 (stage3b_kernel).
+// costs far less than every small block reading fc1's weights from L2 (stage3b_kernel). fp32
+// does the same where the batch fills the GPU, with conv2 register-tiled (stage2w_kernel).
 #include <cuda_fp16.h>
 #include <math.h>
 
@@ -221,6 +222,133 @@ __global__ void __launch_bounds__(kThreads)
       const float m = nan_max(nan_max(acc[g][0], acc[g][1]), nan_max(acc[g][2], acc[g][3]));
       out[(size_t)k * positions] = relu_if(s.relu2, m + b2[k]);
     }
+  }
+}
+
+// fp32, batches that fill the GPU (the "wide" kernels): conv2 as a register-tiled implicit GEMM.
+// A thread owns one pooled row of four output channels: the 2 x 8 conv outputs under it, 64
+// accumulators. Per (input channel, kernel row) it reads the two input rows it needs (12
+// floats each, three 16-byte loads) and per tap the four channels' weights (one 16-byte load):
+// 320 multiply-adds for 11 loads, where the per-position kernel above takes 32 a load and reads
+// every weight from L1 or L2 for only 2 copies. A block's 256 threads take consecutive
+// (copy, channel group, pooled row) items, the copies they touch held in shared memory with
+// their weights, wide_plan.chunk input channels at a time (as many as fit in kWideBytes). The
+// multiply-adds of an output come in the per-position kernel's order: the same bits.
+
+constexpr int kWideQ = 4;                  // pooled columns a thread: the shape's p2_w
+constexpr int kWideCols = 2 * kWideQ + 4;  // a window row: 8 conv columns and 4 more taps
+constexpr int kWideBytes = 40 * 1024;
+
+struct wide_plan {
+  int groups, per_copy, copies;  // channel groups of 4; items a copy; copies a block may touch
+  int pitch, plane, chunk;       // shared rows' pitch and a plane (zero-padded); channels a pass
+};
+
+__host__ __device__ inline wide_plan stage2_wide_plan(const fused_shape& s) {
+  wide_plan p;
+  p.groups = (s.k2 + 3) / 4;
+  p.per_copy = p.groups * s.p2_h;
+  p.copies = (kThreads - 1) / p.per_copy + 2;
+  p.pitch = max((s.p1_w + 2 * s.pad2 + 3) / 4 * 4, kWideCols);
+  p.plane = (s.p1_h + 2 * s.pad2) * p.pitch;
+  const int per_channel = (int)sizeof(float) * (p.copies * p.plane + 25 * fused_k2_pad(&s));
+  p.chunk = min(s.k1, kWideBytes / per_channel);
+  return p;
+}
+
+__host__ __device__ inline size_t stage2_wide_shared(const fused_shape& s) {
+  const wide_plan p = stage2_wide_plan(s);
+  return sizeof(float) * p.chunk * ((size_t)p.copies * p.plane + 25 * fused_k2_pad(&s));
+}
+
+__global__ void __launch_bounds__(kThreads, 2)
+    stage2w_kernel(fused_shape s, const float* __restrict__ w2t, const float* __restrict__ b2,
+                   const float* __restrict__ act1, int rows, float* __restrict__ act2) {
+  extern __shared__ __align__(16) float wide[];
+  const wide_plan p = stage2_wide_plan(s);
+  const int k2p = fused_k2_pad(&s), taps = FUSED_CONV * FUSED_CONV;
+  float* acts = wide;                                  // [copy][channel][plane]
+  float* weights = wide + p.chunk * p.copies * p.plane;  // [channel][tap][k2p]
+  const int item0 = blockIdx.x * kThreads, first = item0 / p.per_copy;
+  const int present = min((item0 + kThreads - 1) / p.per_copy, rows - 1) - first + 1;
+  const int item = item0 + threadIdx.x, copy = item / p.per_copy, rest = item % p.per_copy;
+  const int group = rest / s.p2_h, py = rest % s.p2_h;
+  const int in_plane = s.p1_h * s.p1_w;
+  // Straight 16-byte copies where shared memory has act1's own layout (no padding, rows of
+  // whole 16-byte units); element by element otherwise, the padding zeroed once.
+  const bool straight = s.pad2 == 0 && p.pitch == s.p1_w;
+  if (!straight)
+    for (int i = threadIdx.x; i < p.chunk * p.copies * p.plane; i += kThreads) acts[i] = 0.0f;
+
+  float acc[2][2 * kWideQ][4];
+#pragma unroll
+  for (int r = 0; r < 2; r++)
+#pragma unroll
+    for (int j = 0; j < 2 * kWideQ; j++) acc[r][j][0] = acc[r][j][1] = acc[r][j][2] = acc[r][j][3] = 0.0f;
+  const float* a_at = acts + (copy - first) * p.chunk * p.plane + 2 * py * p.pitch;
+  const float* w_at = weights + 4 * group;
+  for (int ci0 = 0; ci0 < s.k1; ci0 += p.chunk) {
+    const int kn = min(p.chunk, s.k1 - ci0);
+    __syncthreads();  // the last pass's reads are done
+    const float4* wsrc = reinterpret_cast<const float4*>(w2t + (size_t)ci0 * taps * k2p);
+    for (int i = threadIdx.x; i < kn * taps * k2p / 4; i += kThreads)
+      reinterpret_cast<float4*>(weights)[i] = __ldg(wsrc + i);
+    if (straight) {
+      const int units = kn * in_plane / 4, stride = p.chunk * p.plane / 4;
+      for (int i = threadIdx.x; i < present * units; i += kThreads) {
+        const int c = i / units, u = i - c * units;
+        reinterpret_cast<float4*>(acts)[c * stride + u] = __ldg(reinterpret_cast<const float4*>(
+            act1 + ((size_t)(first + c) * s.k1 + ci0) * in_plane) + u);
+      }
+    } else {
+      for (int i = threadIdx.x; i < present * kn * in_plane; i += kThreads) {
+        const int q = i / in_plane, at = i - q * in_plane, c = q / kn, cc = q - c * kn;
+        const int y = at / s.p1_w, x = at - y * s.p1_w;
+        acts[(c * p.chunk + cc) * p.plane + (y + s.pad2) * p.pitch + x + s.pad2] =
+            __ldg(act1 + ((size_t)(first + c) * s.k1 + ci0 + cc) * in_plane + at);
+      }
+    }
+    __syncthreads();
+    for (int cc = 0; cc < kn; cc++) {
+      const float* a = a_at + cc * p.plane;
+      const float* w = w_at + cc * taps * k2p;
+#pragma unroll
+      for (int ky = 0; ky < FUSED_CONV; ky++) {
+        float in[2][kWideCols];
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+#pragma unroll
+          for (int u = 0; u < kWideCols / 4; u++) {
+            const float4 v = *reinterpret_cast<const float4*>(a + (ky + r) * p.pitch + 4 * u);
+            in[r][4 * u] = v.x, in[r][4 * u + 1] = v.y, in[r][4 * u + 2] = v.z, in[r][4 * u + 3] = v.w;
+          }
+#pragma unroll
+        for (int kx = 0; kx < FUSED_CONV; kx++) {
+          const float4 w4 = *reinterpret_cast<const float4*>(w + (ky * FUSED_CONV + kx) * k2p);
+          const float v[4] = {w4.x, w4.y, w4.z, w4.w};
+#pragma unroll
+          for (int r = 0; r < 2; r++)
+#pragma unroll
+            for (int j = 0; j < 2 * kWideQ; j++)
+#pragma unroll
+              for (int k = 0; k < 4; k++) acc[r][j][k] = __fmaf_rn(v[k], in[r][j + kx], acc[r][j][k]);
+        }
+      }
+    }
+  }
+  if (copy >= rows) return;
+  const int positions = s.p2_h * s.p2_w;
+  float* out = act2 + (size_t)copy * s.fc_in + py * s.p2_w;
+#pragma unroll
+  for (int k = 0; k < 4; k++) {
+    const int channel = 4 * group + k;
+    if (channel < s.k2)
+#pragma unroll
+      for (int q = 0; q < kWideQ; q++) {
+        const float m = nan_max(nan_max(acc[0][2 * q][k], acc[0][2 * q + 1][k]),
+                                nan_max(acc[1][2 * q][k], acc[1][2 * q + 1][k]));
+        out[channel * positions + q] = relu_if(s.relu2, m + b2[channel]);
+      }
   }
 }
 
@@ -606,6 +734,80 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
 }
 
+// fp32 fc1 as a GEMM of its own, for batches that fill the GPU (the fp16 kernel's reasons, in
+// FFMA): hidden = act2 (rows x fc_in) x fc1's weights (fc_in x fc_out), bias and ReLU applied.
+// A block's tile is 128 rows x 128 outputs, k in chunks of 8, both operands double-buffered
+// through shared memory (act2's chunk transposed, k-major); a thread owns 8 rows x 8 outputs
+// (rows 4 ty + i and 64 + 4 ty + i, outputs likewise by tx), 64 multiply-adds for four 16-byte
+// loads a k. Each output's sum runs over k in order from zero, as in stage3_kernel: the same bits.
+
+constexpr int kGemmTile = 128, kGemmK = 8;
+
+__global__ void __launch_bounds__(kThreads, 2)
+    fc1f_kernel(fused_shape s, const float* __restrict__ w3t, const float* __restrict__ b3,
+                const float* __restrict__ act2, int rows, float* __restrict__ hidden) {
+  __shared__ __align__(16) float a[2][kGemmK][kGemmTile];
+  __shared__ __align__(16) float b[2][kGemmK][kGemmTile];
+  const int t = threadIdx.x, tx = t % 16, ty = t / 16;
+  const int row0 = blockIdx.x * kGemmTile, col0 = blockIdx.y * kGemmTile;
+  // Thread t's share of a chunk: act2's row t / 2, k 4 (t % 2) + j; the weights' k t / 32,
+  // outputs 4 (t % 32) + j.
+  const int ar = t / 2, ak = 4 * (t % 2), bk = t / 32, bn = 4 * (t % 32);
+  float na[4], nb[4];
+  auto load = [&](int k0) {
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int k = k0 + ak + j;
+      na[j] = row0 + ar < rows && k < s.fc_in ? __ldg(act2 + (size_t)(row0 + ar) * s.fc_in + k) : 0.0f;
+      const int n = col0 + bn + j;
+      nb[j] = k0 + bk < s.fc_in && n < s.fc_out ? __ldg(w3t + (size_t)(k0 + bk) * s.fc_out + n) : 0.0f;
+    }
+  };
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int j = 0; j < 4; j++) a[buf][ak + j][ar] = na[j];
+    *reinterpret_cast<float4*>(&b[buf][bk][bn]) = make_float4(nb[0], nb[1], nb[2], nb[3]);
+  };
+  float acc[8][8];
+#pragma unroll
+  for (int i = 0; i < 8; i++)
+#pragma unroll
+    for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+  load(0);
+  store(0);
+  __syncthreads();
+  const int chunks = (s.fc_in + kGemmK - 1) / kGemmK;
+  for (int c = 0; c < chunks; c++) {
+    const int buf = c % 2;
+    if (c + 1 < chunks) load((c + 1) * kGemmK);
+#pragma unroll
+    for (int k = 0; k < kGemmK; k++) {
+      const float4 x0 = *reinterpret_cast<const float4*>(&a[buf][k][4 * ty]);
+      const float4 x1 = *reinterpret_cast<const float4*>(&a[buf][k][64 + 4 * ty]);
+      const float4 w0 = *reinterpret_cast<const float4*>(&b[buf][k][4 * tx]);
+      const float4 w1 = *reinterpret_cast<const float4*>(&b[buf][k][64 + 4 * tx]);
+      const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+      const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+      for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] = __fmaf_rn(w[j], x[i], acc[i][j]);
+    }
+    if (c + 1 < chunks) store(1 - buf);
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    const int r = row0 + i / 4 * 64 + 4 * ty + i % 4;
+    if (r < rows)
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        const int n = col0 + j / 4 * 64 + 4 * tx + j % 4;
+        if (n < s.fc_out) hidden[(size_t)r * s.fc_out + n] = relu_if(1, acc[i][j] + b3[n]);
+      }
+  }
+}
+
 // fp16 stage 3's rest: LRN + fc2 + softmax + merge from fc1's outputs in device memory, copied
 // to shared memory first in coalesced loads (read in place by the LRN's windows, they left the
 // kernel waiting on scattered loads: 0.78 ms a batch of 8192 on the H100).
@@ -750,7 +952,8 @@ extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
                        {(const void*)stage2_kernel<kGroup2>, stage2_shared(*s), "stage2_kernel"},
                        {(const void*)stage3_kernel<8>, stage3, "stage3_kernel"},
                        {(const void*)stage3_kernel<16>, stage3, "stage3_kernel"},
-                       {(const void*)stage3_kernel<32>, stage3, "stage3_kernel"}};
+                       {(const void*)stage3_kernel<32>, stage3, "stage3_kernel"},
+                       {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"}};
   const need fp16[] = {{(const void*)stage1_kernel<true>, stage1_shared(*s), "stage1_kernel"},
                        {(const void*)stage2h_kernel, stage2_shared(*s), "stage2h_kernel"},
                        {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"}};
@@ -791,6 +994,14 @@ extern "C" ttp_status fused_stage2(const fused_shape* s, const fused_weights* w,
         static_cast<__half*>(act2));
     return launched("fused stage 2 (fp16)", e);
   }
+  const wide_plan p = stage2_wide_plan(*s);
+  const int wide_blocks = (int)(((size_t)rows * p.per_copy + kThreads - 1) / kThreads);
+  if (s->p2_w == kWideQ && p.chunk > 0 &&
+      (s->wide > 0 || (s->wide == 0 && spread(*s, wide_blocks) == 1))) {
+    stage2w_kernel<<<wide_blocks, kThreads, stage2_wide_shared(*s), stream>>>(
+        *s, w->w2t, w->b2, static_cast<const float*>(act1), rows, static_cast<float*>(act2));
+    return launched("fused stage 2 (wide)", e);
+  }
   /* The channel groups over the warps of gridDim.y blocks of the same copies; one channel a warp
      where groups of 8 would not give every SM a warp. */
   const int one = spread(*s, blocks) > 1;
@@ -801,9 +1012,7 @@ extern "C" ttp_status fused_stage2(const fused_shape* s, const fused_weights* w,
   return launched("fused stage 2", e);
 }
 
-extern "C" size_t fused_hidden_bytes(const fused_shape* s) {
-  return s->half ? sizeof(float) * s->fc_out : 0;
-}
+extern "C" size_t fused_hidden_bytes(const fused_shape* s) { return sizeof(float) * s->fc_out; }
 
 extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weights* w,
                                    const void* act2, int count, float* hidden, void* records,
@@ -815,15 +1024,23 @@ extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const 
   const int rows = per_block * s->copies, blocks = (count + per_block - 1) / per_block;
   const size_t record = aug_merge_record_size(s->classes);
   unsigned char* out = static_cast<unsigned char*>(records);
-  if (s->half) {
-    const int all = count * s->copies;
-    const dim3 grid((all + kFcRows - 1) / kFcRows, ((s->fc_out + 7) / 8 + kFcTiles - 1) / kFcTiles);
-    fc1h_kernel<<<grid, kThreads, 0, stream>>>(*s, static_cast<const uint2*>(w->w3h), w->b3,
-                                               static_cast<const __half*>(act2), all, hidden);
-    TRY(launched("fused fc1 (fp16)", e));
+  const int all = count * s->copies;
+  const dim3 wide((all + kGemmTile - 1) / kGemmTile, (s->fc_out + kGemmTile - 1) / kGemmTile);
+  const bool gemm = s->half || s->wide > 0 || (s->wide == 0 && (int)(wide.x * wide.y) >= s->sms);
+  if (gemm) {
+    if (s->half) {
+      const dim3 grid((all + kFcRows - 1) / kFcRows,
+                      ((s->fc_out + 7) / 8 + kFcTiles - 1) / kFcTiles);
+      fc1h_kernel<<<grid, kThreads, 0, stream>>>(*s, static_cast<const uint2*>(w->w3h), w->b3,
+                                                 static_cast<const __half*>(act2), all, hidden);
+    } else {
+      fc1f_kernel<<<wide, kThreads, 0, stream>>>(*s, w->w3t, w->b3,
+                                                 static_cast<const float*>(act2), all, hidden);
+    }
+    TRY(launched("fused fc1", e));
     stage3b_kernel<<<blocks, kThreads, sizeof(float) * rows * (s->fc_out + s->classes), stream>>>(
         *s, per_block, merge, w->w4, w->b4, hidden, count, record, out);
-    return launched("fused stage 3 (fp16)", e);
+    return launched("fused stage 3 (after fc1)", e);
   }
   const auto kernel = rows <= 8 ? stage3_kernel<8> : rows <= 16 ? stage3_kernel<16> : stage3_kernel<32>;
   kernel<<<blocks, kThreads, stage3_shared(*s, per_block), stream>>>(

@@ -7,14 +7,17 @@
                                                              act2 -> one record per image
 
    rows = images x N copies, copy c of image i at row i N + c. Two precisions (fused_shape.half):
-     fp32  FFMA throughout; act1 and act2 fp32, CHW per row (the model's order).
+     fp32  FFMA throughout; act1 and act2 fp32, CHW per row (the model's order). Batches that
+           fill the GPU take "wide" kernels (fused_shape.wide): conv2 register-tiled over a
+           block's copies, fc1 a GEMM of its own like fp16's; smaller ones kernels that spread a
+           copy's work over more threads. Both sum every output in the same order: same bits.
      fp16  conv1 in fp32 FFMA as in fp32 (the copies are fp32), its output rounded to fp16;
            conv2 and fc1 on the tensor cores (mma.sync m16n8k16, fp16 in, fp32 accumulation);
            LRN, fc2, softmax and the merge in fp32. act1 fp16 HWC per row with the channels
            padded to fused_c1_pad (zeros), act2 fp16 CHW per row padded to fused_act2_pitch
            (zeros); weights of conv2 and fc1 in the tensor cores' fragment order
-           (fused_pack_weights). Stage 3 is two launches in fp16: fc1 as a GEMM over all rows
-           (fp32 outputs to a workspace in device memory), then the rest.
+           (fused_pack_weights). Stage 3 is two launches in fp16 (and fp32's wide kernels): fc1
+           as a GEMM over all rows (fp32 outputs to a workspace in device memory), then the rest.
    Launch only (capture-safe): no allocation, no synchronisation. */
 #ifndef TTP_FUSED_KERNELS_H
 #define TTP_FUSED_KERNELS_H
@@ -55,6 +58,9 @@ typedef struct fused_shape {
   int classes;                                 /* fc2's outputs; softmax over them */
   int sms;                                     /* the device's multiprocessors */
   int half;                                    /* fp16 (tensor cores), else fp32 */
+  /* fp32's batch-wide kernels (stage 2 register-tiled, fc1 a GEMM of its own): 0 where the batch
+     fills the GPU (the engine), 1 wherever the shape allows them, -1 never (tests: both). */
+  int wide;
 } fused_shape;
 
 /* Channels padded to whole groups of 8: conv1's outputs (act1's channels in fp16), conv2's
@@ -119,7 +125,7 @@ ttp_status fused_stage1(const fused_shape* s, const aug_spec* spec, const fused_
 ttp_status fused_stage2(const fused_shape* s, const fused_weights* w, const void* act1, int rows,
                         void* act2, cudaStream_t stream, ttp_err* e);
 /* records: count records of aug_merge_record_size(classes) bytes (augment/merge_kernel.h).
-   hidden: fused_hidden_bytes a row of workspace (fp16: fc1's outputs; fp32: none, NULL). */
+   hidden: fused_hidden_bytes a row of workspace (fc1's outputs where fc1 is a GEMM of its own). */
 size_t fused_hidden_bytes(const fused_shape* s);
 ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weights* w,
                         const void* act2, int count, float* hidden, void* records,

@@ -11,7 +11,9 @@
    padding 2 and 1, 7 and 9 channels, ReLUs after the convolutions, no LRN, 13 classes) with
    N = 3 and Gaussian noise. Each in fp32 (tolerance 1e-5 relative) and fp16 (act1 and act2 in
    fp16, conv2 and fc1 on the tensor cores: 1e-3 for stage 1's rounding to fp16, 1e-2 from there
-   on). Usage: test_fused_stages SHARED_DATASETS_DIR. Skipped (77) without a
+   on). fp32 runs stages 2 and 3 twice, with the batch-wide kernels (register-tiled conv2, fc1 a
+   GEMM of its own) and with the others, whatever the batch: both against the CPU, and the two
+   with the same bits. Usage: test_fused_stages SHARED_DATASETS_DIR. Skipped (77) without a
    GPU. */
 #include <math.h>
 #include <stdlib.h>
@@ -134,45 +136,65 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
   }
 
   test_poison(got1, rows * n1);
-  CHECK(fused_run_stage(m, &c, 1, images, px, got1, &e) == TTP_OK, "%s", e.message);
+  CHECK(fused_run_stage(m, &c, 1, images, 0, px, got1, &e) == TTP_OK, "%s", e.message);
   size_t bad = compare("stage 1: augment + conv1 + pool1", got1, want1, rows * n1, tol1);
-  test_poison(got2, rows * n2);
-  CHECK(fused_run_stage(m, &c, 2, images, want1, got2, &e) == TTP_OK, "%s", e.message);
-  bad += compare("stage 2: conv2 + pool2", got2, want2, rows * n2, tol);
-  memset(got3, 0xff, images * record);
-  CHECK(fused_run_stage(m, &c, 3, images, want2, got3, &e) == TTP_OK, "%s", e.message);
   float* merged = malloc((size_t)images * classes * sizeof(float));
   ttp_result* got_r = malloc(images * sizeof(ttp_result));
-  CHECK(merged && got_r, "out of memory");
-  size_t wrong_class = 0;
-  double worst_fields = 0;
-  for (int i = 0; i < images; i++) {
-    memcpy(&got_r[i], got3 + i * record, sizeof(ttp_result));
-    memcpy(merged + (size_t)i * classes, got3 + i * record + sizeof(ttp_result),
-           classes * sizeof(float));
-    double dp = fabs((double)got_r[i].probability - want_r[i].probability);
-    double ds = fabs((double)got_r[i].spread - want_r[i].spread);
-    if (!(dp <= worst_fields)) worst_fields = dp; /* NaN makes it NaN */
-    if (!(ds <= worst_fields)) worst_fields = ds;
-    /* The class may differ only where the CPU's top two are within the tolerance. */
-    const float* w = want3 + (size_t)i * classes;
-    int second = want_r[i].class_index == 0 ? 1 : 0;
-    for (int k = 0; k < classes; k++)
-      if (k != want_r[i].class_index && w[k] > w[second]) second = k;
-    if (got_r[i].class_index != want_r[i].class_index &&
-        w[want_r[i].class_index] - w[second] > tol && wrong_class++ < 3)
-      fprintf(stderr, "  image %d: class %d, the CPU's %d\n", i, got_r[i].class_index,
-              want_r[i].class_index);
+  float* first2 = malloc(rows * n2 * sizeof(float));
+  unsigned char* first3 = malloc(images * record);
+  CHECK(merged && got_r && first2 && first3, "out of memory");
+  /* fp32 twice: the batch-wide kernels and the others, each against the CPU and the two the same
+     bits (the engine picks by batch size). fp16 has one set. */
+  const int wides[2] = {-1, 1}, runs = half ? 1 : 2;
+  for (int run = 0; run < runs; run++) {
+    const int wide = half ? 0 : wides[run];
+    if (!half) printf("  %s kernels:\n", wide > 0 ? "batch-wide" : "per-position");
+    test_poison(got2, rows * n2);
+    CHECK(fused_run_stage(m, &c, 2, images, wide, want1, got2, &e) == TTP_OK, "%s", e.message);
+    bad += compare("stage 2: conv2 + pool2", got2, want2, rows * n2, tol);
+    memset(got3, 0xff, images * record);
+    CHECK(fused_run_stage(m, &c, 3, images, wide, want2, got3, &e) == TTP_OK, "%s", e.message);
+    size_t wrong_class = 0;
+    double worst_fields = 0;
+    for (int i = 0; i < images; i++) {
+      memcpy(&got_r[i], got3 + i * record, sizeof(ttp_result));
+      memcpy(merged + (size_t)i * classes, got3 + i * record + sizeof(ttp_result),
+             classes * sizeof(float));
+      double dp = fabs((double)got_r[i].probability - want_r[i].probability);
+      double ds = fabs((double)got_r[i].spread - want_r[i].spread);
+      if (!(dp <= worst_fields)) worst_fields = dp; /* NaN makes it NaN */
+      if (!(ds <= worst_fields)) worst_fields = ds;
+      /* The class may differ only where the CPU's top two are within the tolerance. */
+      const float* w = want3 + (size_t)i * classes;
+      int second = want_r[i].class_index == 0 ? 1 : 0;
+      for (int k = 0; k < classes; k++)
+        if (k != want_r[i].class_index && w[k] > w[second]) second = k;
+      if (got_r[i].class_index != want_r[i].class_index &&
+          w[want_r[i].class_index] - w[second] > tol && wrong_class++ < 3)
+        fprintf(stderr, "  image %d: class %d, the CPU's %d\n", i, got_r[i].class_index,
+                want_r[i].class_index);
+    }
+    bad += compare("stage 3: fc1 .. softmax + merge (merged vector)", merged, want3,
+                   (size_t)images * classes, tol);
+    printf("  %-52s max diff %.3g; %zu classes differ\n", "stage 3: probability and spread",
+           worst_fields, wrong_class);
+    bad += wrong_class + !(worst_fields <= tol);
+    if (run == 0) {
+      memcpy(first2, got2, rows * n2 * sizeof(float));
+      memcpy(first3, got3, images * record);
+    } else {
+      const int same2 = memcmp(first2, got2, rows * n2 * sizeof(float)) == 0;
+      const int same3 = memcmp(first3, got3, images * record) == 0;
+      printf("  %-52s %s, %s\n", "the two sets' bits (stage 2, stage 3)",
+             same2 ? "same" : "DIFFER", same3 ? "same" : "DIFFER");
+      bad += !same2 + !same3;
+    }
   }
-  bad += compare("stage 3: fc1 .. softmax + merge (merged vector)", merged, want3,
-                 (size_t)images * classes, tol);
-  printf("  %-52s max diff %.3g; %zu classes differ\n", "stage 3: probability and spread",
-         worst_fields, wrong_class);
-  bad += wrong_class + !(worst_fields <= tol);
   CHECK(bad == 0, "%s: the fused stages disagree with the CPU", name);
 
   free(px), free(a), free(b), free(copy), free(acc), free(want1), free(got1), free(want2);
   free(got2), free(probs), free(want3), free(want_r), free(got3), free(merged), free(got_r);
+  free(first2), free(first3);
 }
 
 /* A layer of m with random weights of size 1/sqrt(fan-in). */
