@@ -35,34 +35,53 @@ __device__ uint64_t aug_block_sum(uint64_t v) {
   return total;
 }
 
-// Loads an image of n bytes into image (shared) and returns its key to every thread; image is
-// complete on return.
-template <int THREADS>
-__device__ uint64_t aug_block_load(const uint8_t* __restrict__ src, int n, uint8_t* image) {
+// A pixel's value in [0, 1] as the CPU has it, (float)byte / 255, and the image kept in shared
+// memory either as its bytes (converted at each use) or as these values (converted once: the
+// fused engine's stage 1, which reads each pixel N times).
+__device__ __forceinline__ float aug_value(uint8_t v) { return (float)v / 255.0f; }
+__device__ __forceinline__ void aug_keep(uint8_t* image, int i, uint8_t v) { image[i] = v; }
+__device__ __forceinline__ void aug_keep(float* image, int i, uint8_t v) { image[i] = aug_value(v); }
+__device__ __forceinline__ float aug_pixel_at(const uint8_t* image, int i) { return aug_value(image[i]); }
+__device__ __forceinline__ float aug_pixel_at(const float* image, int i) { return image[i]; }
+
+// Loads an image of n bytes into image (shared: bytes or values) and returns its key to every
+// thread; image is complete on return.
+template <int THREADS, typename Image>
+__device__ uint64_t aug_block_load(const uint8_t* __restrict__ src, int n, Image* image) {
   uint64_t sum = 0;
   for (int i = threadIdx.x; i < n; i += THREADS) {
     const uint8_t v = src[i];
-    image[i] = v;
+    aug_keep(image, i, v);
     sum += aug_key_term((uint32_t)i, v);
   }
   return aug_key_finish(aug_block_sum<THREADS>(sum));  // synchronises
 }
 
-// Copy c of the image (shared, rows x cols bytes) into dst: pixel (y, x) at dst[y pitch + x].
-// Each thread makes four consecutive pixels at a time (one Philox call gives their noise).
-template <int THREADS, typename T>
-__device__ void aug_block_copy(const aug_spec& spec, uint64_t key, int c, const uint8_t* image,
-                               int rows, int cols, T* dst, int pitch) {
+// The parameters of copies first .. first + n - 1 into params (shared), a thread each: computed
+// once a copy, not by every thread that makes its pixels. The caller synchronises before use.
+template <int THREADS>
+__device__ void aug_block_params(const aug_spec& spec, uint64_t key, int first, int n,
+                                 aug_params* params) {
+  for (int c = threadIdx.x; c < n; c += THREADS)
+    params[c] = aug_copy_params(&spec, key, (uint32_t)(first + c));
+}
+
+// Copy c of the image (shared, rows x cols) with parameters p into dst: pixel (y, x) at
+// dst[y pitch + x]. Each thread makes four consecutive pixels at a time (one Philox call gives
+// their noise; one division finds the first one's row).
+template <int THREADS, typename T, typename Image>
+__device__ void aug_block_copy(const aug_spec& spec, const aug_params& p, uint64_t key, int c,
+                               const Image* image, int rows, int cols, T* dst, int pitch) {
   const int n = rows * cols, groups = (n + 3) / 4;
-  const aug_params p = aug_copy_params(&spec, key, (uint32_t)c);
   for (int g = threadIdx.x; g < groups; g += THREADS) {
     float noise[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (!p.identity) aug_noise4(&spec, key, (uint32_t)c, (uint32_t)g, noise);
+    int y = 4 * g / cols, x = 4 * g - y * cols;
     for (int j = 0; j < 4 && 4 * g + j < n; j++) {
-      const int i = 4 * g + j, y = i / cols, x = i % cols;
       const int s = aug_source_index(&p, y, x, rows, cols);
-      const float v = s < 0 ? 0.0f : (float)image[s] / 255.0f;
+      const float v = s < 0 ? 0.0f : aug_pixel_at(image, s);
       dst[y * pitch + x] = aug_to<T>(aug_pixel(&spec, &p, v, noise[j]));
+      if (++x == cols) x = 0, y++;
     }
   }
 }

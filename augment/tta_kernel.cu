@@ -15,11 +15,14 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads)
     aug_kernel(aug_spec spec, const uint8_t* __restrict__ images, int rows, int cols,
                T* __restrict__ out) {
+  __shared__ aug_params params[AUG_MAX_COPIES];
   extern __shared__ uint8_t image[];
   const int n = rows * cols;
   const uint64_t key = aug_block_load<kThreads>(images + (size_t)blockIdx.x * n, n, image);
+  aug_block_params<kThreads>(spec, key, 0, spec.copies, params);
+  __syncthreads();
   for (int c = 0; c < spec.copies; c++)
-    aug_block_copy<kThreads>(spec, key, c, image, rows, cols,
+    aug_block_copy<kThreads>(spec, params[c], key, c, image, rows, cols,
                              out + ((size_t)blockIdx.x * spec.copies + c) * n, cols);
 }
 

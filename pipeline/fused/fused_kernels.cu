@@ -7,14 +7,14 @@
 // adds per copy, 11.5 M per image, so 1.3 M images/s needs 30 TFLOP/s. Between the stages each
 // copy's act1 (2,880 floats) and act2 (800 floats) go out and back: 5 x 29 KB = 147 KB per image
 // at 3 TB/s is 20 M images/s, 15 times above the compute's need. So each stage keeps only what
-// grows large on chip (conv1's 11,520 outputs a copy never leave stage 1; fc1's outputs never
-// leave stage 3), and the stages may each take the thread layout that suits them. In fp16 the
-// same holds with half the bytes; conv2 and fc1 (94% of the multiply-adds) go to the tensor
-// cores, which at 5% of their peak would carry 3 M images/s: what remains on the CUDA cores
-// (the augmentation, conv1, LRN, fc2) sets the pace. fp16's stage 3 is two launches: fc1 as a
-// GEMM over the whole batch, its outputs (500 floats a copy, 2 KB) out and back once, which
-// costs far less than every small block reading fc1's weights from L2 (stage3b_kernel). fp32
-// does the same where the batch fills the GPU, with conv2 register-tiled (stage2w_kernel).
+// grows large on chip (conv1's 11,520 outputs a copy never leave stage 1), and the stages may
+// each take the thread layout that suits them. In fp16 the same holds with half the bytes;
+// conv2 and fc1 (94% of the multiply-adds) go to the tensor cores, which at 5% of their peak
+// would carry 3 M images/s: what remains on the CUDA cores (the augmentation, conv1, LRN, fc2)
+// sets the pace. Stage 3 is two launches: fc1 over the whole batch, its outputs (500 floats a
+// copy, 2 KB) out and back once, which costs far less than every small block reading fc1's
+// weights from L2 (stage3b_kernel). fp32 batches that fill the GPU take conv2 register-tiled
+// (stage2w_kernel) and fc1 as a GEMM.
 #include <cuda_fp16.h>
 #include <math.h>
 
@@ -60,8 +60,9 @@ __device__ __forceinline__ void conv_pool4(const float (&patch)[kWindow][kWindow
 // ---- stage 1: augment + conv1 + bias + [ReLU] + pool --------------------------------------------
 //
 // Block (i, y) takes image i's copies y, y + 1, ... of an equal share (gridDim.y shares: small
-// batches spread their copies over more blocks). Copies are made into shared memory a chunk at a
-// time (as many as fit in kStage1Bytes), zero-padded; then each thread computes pooled outputs of
+// batches spread their copies over more blocks). The image's pixel values and the copies'
+// parameters are computed once a block (not once a thread); copies are made into shared memory a
+// chunk at a time (as many as fit in kStage1Bytes), zero-padded; then each thread computes pooled outputs of
 // a (copy, group of four channels, position) from one 6x6 patch held in registers, the four
 // channels' weights of a tap in one 16-byte load from shared memory (laid out [tap][channel]:
 // one load a weight, the variant before, left the load unit busier than the FMA pipe). fp32 writes
@@ -82,12 +83,28 @@ __device__ __forceinline__ uint32_t half2_bits(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
+// Item i = (c B + b) A + a of a loop over i = threadIdx.x, + kThreads, ...: (c, b, a) kept by
+// additions as i advances, where two run-time divisions an item cost ~40 instructions.
+struct item_cursor {
+  int a, b, c, A, B, da, db;
+  __device__ item_cursor(int i, int A_, int B_) : A(A_), B(B_) {
+    a = i % A, b = i / A, c = b / B, b -= c * B;
+    da = kThreads % A, db = kThreads / A;
+  }
+  __device__ void next() {
+    a += da, b += db;
+    if (a >= A) a -= A, b++;
+    if (b >= B) c += b / B, b %= B;
+  }
+};
+
 template <bool kHalf>
 __global__ void __launch_bounds__(kThreads)
     stage1_kernel(fused_shape s, aug_spec spec, const float* __restrict__ w1,
                   const float* __restrict__ b1, const uint8_t* __restrict__ images,
                   void* __restrict__ act1) {
-  __shared__ uint8_t image[FUSED_MAX_INPUT * FUSED_MAX_INPUT];
+  __shared__ float image[FUSED_MAX_INPUT * FUSED_MAX_INPUT];  // the pixels' values, once
+  __shared__ aug_params params[FUSED_MAX_COPIES];
   __shared__ __align__(16) float weights[FUSED_MAX_K1 * FUSED_CONV * FUSED_CONV];
   extern __shared__ float copies[];
   const int pixels = s.in_h * s.in_w;
@@ -99,25 +116,29 @@ __global__ void __launch_bounds__(kThreads)
 
   const int per_block = (s.copies + gridDim.y - 1) / gridDim.y;
   const int begin = blockIdx.y * per_block, end = min(s.copies, begin + per_block);
+  aug_block_params<kThreads>(spec, key, begin, end - begin, params);  // the loop's barrier
   const int chunk = stage1_chunk(s, per_block);
   const int channels = kHalf ? fused_c1_pad(&s) : s.k1;
   const int positions = s.p1_h * s.p1_w, groups = (channels + kGroup1 - 1) / kGroup1;
+  const float inverse_w = 1.0f / (float)s.p1_w;  // pos / p1_w, exact for pos < 1024
   for (int first = begin; first < end; first += chunk) {
     const int n = min(chunk, end - first);
     for (int i = threadIdx.x; i < n * plane; i += kThreads) copies[i] = 0.0f;  // the padding
     __syncthreads();
     for (int c = 0; c < n; c++)
-      aug_block_copy<kThreads>(spec, key, first + c, image, s.in_h, s.in_w,
-                               copies + c * plane + s.pad1 * pitch + s.pad1, pitch);
+      aug_block_copy<kThreads>(spec, params[first - begin + c], key, first + c, image, s.in_h,
+                               s.in_w, copies + c * plane + s.pad1 * pitch + s.pad1, pitch);
     __syncthreads();
-    for (int item = threadIdx.x; item < n * groups * positions; item += kThreads) {
-      const int pos = item % positions, group = item / positions % groups,
-                c = item / (positions * groups);
-      const int py = pos / s.p1_w, px = pos % s.p1_w;
-      float patch[kWindow][kWindow];
-      load_patch(patch, copies + c * plane + 2 * py * pitch + 2 * px, pitch);
+    // fp16: the groups of a position on consecutive threads, so that a warp's 8-byte stores
+    // (HWC) are contiguous; fp32 (CHW): the positions of a group.
+    for (item_cursor k(threadIdx.x, kHalf ? groups : positions, kHalf ? positions : groups);
+         k.c < n; k.next()) {
+      const int pos = kHalf ? k.b : k.a, group = kHalf ? k.a : k.b, c = k.c;
       float v[kGroup1] = {0.0f, 0.0f, 0.0f, 0.0f};
       if (group * kGroup1 < s.k1) {  // else fp16's padding channels: zeros
+        const int py = __float2int_rz(((float)pos + 0.5f) * inverse_w), px = pos - py * s.p1_w;
+        float patch[kWindow][kWindow];
+        load_patch(patch, copies + c * plane + 2 * py * pitch + 2 * px, pitch);
         conv_pool4(patch, weights + group * kGroup1, kp, v);
 #pragma unroll
         for (int g = 0; g < kGroup1; g++) {
@@ -500,14 +521,14 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- stage 3: fc1 + ReLU + [LRN] + fc2 + softmax + merge ------------------------------------------
 //
-// A block takes per_block images (rows = per_block x N, at most 64: fewer in small batches, so
-// that more blocks share the work). fp32: fc1 in groups of kRowGroup rows (8, 16 or 32, the
-// smallest that holds the block's rows): thread t owns outputs t and t + 256 for all of them;
-// act2 comes through shared memory in chunks of kChunk inputs, read as float4 broadcasts; the
-// transposed weights are read coalesced. fp16: fc1 on the tensor cores (below). Then
-// stage3_tail.
+// Two launches: fc1 over all rows into a workspace (fc1's outputs, 2 KB a copy, one trip through
+// device memory), by one of three kernels: fp16 fc1h_kernel (tensor cores); fp32 fc1f_kernel (an
+// FFMA GEMM, batches that fill the GPU) or fc1n_kernel (smaller batches, spread over many
+// blocks). Then stage3b_kernel: per_block images a block (rows = per_block x N, at most 64;
+// fewer in small batches so that more blocks share the work), LRN + fc2 + softmax + merge
+// (stage3_tail). In one block with the rest, fc1 read all of its weights (1.6 MB for LeNet in
+// fp32) once a block of 30 rows, and a batch of one read them with one SM (0.15 ms).
 
-constexpr int kMaxRowGroup = 32, kChunk = 32, kChunkPitch = kChunk + 4;
 constexpr int kPerLane = FUSED_MAX_FC1 / 32;
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -518,12 +539,6 @@ __device__ __forceinline__ float warp_sum(float v) {
 __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
-}
-
-__host__ __device__ inline size_t stage3_shared(const fused_shape& s, int per_block) {
-  const int rows = per_block * s.copies;
-  return sizeof(float) * ((size_t)kMaxRowGroup * kChunkPitch + (size_t)rows * s.fc_out +
-                          (size_t)rows * s.classes);
 }
 
 // After fc1 (hidden: the block's rows x fc_out, ReLU applied; a barrier since): one warp per
@@ -549,7 +564,10 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
           const int lo = max(o - before, 0), hi = min(o + after, s.fc_out - 1);
           float sum = 0.0f;
           for (int q = lo; q <= hi; q++) sum = __fmaf_rn(h[q], h[q], sum);
-          y[j] = y[j] / powf(s.lrn_k + s.lrn_alpha_n * sum, s.lrn_beta);
+          // y / (k + alpha sum)^beta as y 2^(-beta log2(k + alpha sum)): the hardware's log2
+          // and exp2 (~2 ulp) instead of powf and a division, which made most of stage 3's
+          // instructions.
+          y[j] *= exp2f(-s.lrn_beta * __log2f(s.lrn_k + s.lrn_alpha_n * sum));
         }
       }
     }
@@ -581,72 +599,57 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
   }
 }
 
-template <int kRowGroup>
-__global__ void __launch_bounds__(kThreads)
-    stage3_kernel(fused_shape s, int per_block, ttp_merge merge, const float* __restrict__ w3t,
-                  const float* __restrict__ b3, const float* __restrict__ w4,
-                  const float* __restrict__ b4, const float* __restrict__ act2, int count,
-                  size_t record_size, unsigned char* __restrict__ records) {
-  extern __shared__ __align__(16) float shared[];
-  float* chunk = shared;                             // kRowGroup x kChunkPitch
-  float* hidden = chunk + kMaxRowGroup * kChunkPitch;  // rows x fc_out
-  const int image0 = blockIdx.x * per_block, images = min(per_block, count - image0);
-  const int rows = images * s.copies, row0 = image0 * s.copies;
-  float* probs = hidden + per_block * s.copies * s.fc_out;  // rows x classes
-  const int t = threadIdx.x;
+// fp32 fc1 for batches too small for the GEMM: a block takes 32 outputs of 8 rows, thread
+// (output lane, row warp), each output's sum in order over k from zero as in fc1f_kernel (the
+// same bits). The weights' 32 columns and the rows' inputs come through shared memory in chunks
+// of kNarrowK, the next chunk's loads in flight while this one is used: a batch of one spreads
+// over fc_out / 32 blocks, each reading 100 KB of LeNet's weights.
 
-  for (int base = 0; base < rows; base += kRowGroup) {
-    float acc[2][kRowGroup];
+constexpr int kNarrowOut = 32, kNarrowRows = kThreads / kNarrowOut, kNarrowK = 128;
+
+__global__ void __launch_bounds__(kThreads)
+    fc1n_kernel(fused_shape s, const float* __restrict__ w3t, const float* __restrict__ b3,
+                const float* __restrict__ act2, int rows, float* __restrict__ hidden) {
+  __shared__ __align__(16) float w[2][kNarrowK][kNarrowOut];
+  __shared__ __align__(16) float x[2][kNarrowRows][kNarrowK];
+  constexpr int kW = kNarrowK * kNarrowOut / kThreads, kX = kNarrowK * kNarrowRows / kThreads;
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  const int o0 = blockIdx.x * kNarrowOut, row0 = blockIdx.y * kNarrowRows;
+  float nw[kW], nx[kX];
+  // Thread t's share of a chunk: weights (k i / 32, output i % 32) and inputs (row i / kNarrowK,
+  // k i % kNarrowK), i = t + 256 j.
+  auto load = [&](int k0) {
 #pragma unroll
-    for (int r = 0; r < kRowGroup; r++) acc[0][r] = acc[1][r] = 0.0f;
-    for (int k0 = 0; k0 < s.fc_in; k0 += kChunk) {
-      __syncthreads();
-      for (int i = t; i < kRowGroup * kChunk; i += kThreads) {
-        const int r = i / kChunk, k = i % kChunk;
-        chunk[r * kChunkPitch + k] = base + r < rows && k0 + k < s.fc_in
-                                         ? act2[(size_t)(row0 + base + r) * s.fc_in + k0 + k]
-                                         : 0.0f;
-      }
-      __syncthreads();
-      const int kn = min(kChunk, s.fc_in - k0);
-      // Small row groups: the next weights' loads in flight while these are used (with 32 rows
-      // the registers this takes would halve the blocks an SM holds).
-#pragma unroll(kRowGroup <= 16 ? 2 : 1)
-      for (int k = 0; k < kn; k += 4) {
-        float wa[4], wb[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-          const bool in = k + j < kn;
-          const float* wrow = w3t + (size_t)(k0 + k + j) * s.fc_out;
-          wa[j] = in && t < s.fc_out ? __ldg(wrow + t) : 0.0f;
-          wb[j] = in && t + kThreads < s.fc_out ? __ldg(wrow + t + kThreads) : 0.0f;
-        }
-#pragma unroll
-        for (int r = 0; r < kRowGroup; r++) {
-          const float4 x = *reinterpret_cast<const float4*>(chunk + r * kChunkPitch + k);
-          acc[0][r] = __fmaf_rn(wa[0], x.x, acc[0][r]);
-          acc[0][r] = __fmaf_rn(wa[1], x.y, acc[0][r]);
-          acc[0][r] = __fmaf_rn(wa[2], x.z, acc[0][r]);
-          acc[0][r] = __fmaf_rn(wa[3], x.w, acc[0][r]);
-          acc[1][r] = __fmaf_rn(wb[0], x.x, acc[1][r]);
-          acc[1][r] = __fmaf_rn(wb[1], x.y, acc[1][r]);
-          acc[1][r] = __fmaf_rn(wb[2], x.z, acc[1][r]);
-          acc[1][r] = __fmaf_rn(wb[3], x.w, acc[1][r]);
-        }
-      }
+    for (int j = 0; j < kW; j++) {
+      const int i = t + j * kThreads, k = k0 + i / kNarrowOut, o = o0 + i % kNarrowOut;
+      nw[j] = k < s.fc_in && o < s.fc_out ? __ldg(w3t + (size_t)k * s.fc_out + o) : 0.0f;
     }
 #pragma unroll
-    for (int r = 0; r < kRowGroup; r++)
-      if (base + r < rows) {
-        if (t < s.fc_out) hidden[(base + r) * s.fc_out + t] = relu_if(1, acc[0][r] + b3[t]);
-        if (t + kThreads < s.fc_out)
-          hidden[(base + r) * s.fc_out + t + kThreads] =
-              relu_if(1, acc[1][r] + b3[t + kThreads]);
-      }
-  }
+    for (int j = 0; j < kX; j++) {
+      const int i = t + j * kThreads, r = row0 + i / kNarrowK, k = k0 + i % kNarrowK;
+      nx[j] = r < rows && k < s.fc_in ? __ldg(act2 + (size_t)r * s.fc_in + k) : 0.0f;
+    }
+  };
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int j = 0; j < kW; j++) (&w[buf][0][0])[t + j * kThreads] = nw[j];
+#pragma unroll
+    for (int j = 0; j < kX; j++) (&x[buf][0][0])[t + j * kThreads] = nx[j];
+  };
+  float acc = 0.0f;
+  load(0);
+  store(0);
   __syncthreads();
-
-  stage3_tail(s, merge, w4, b4, hidden, probs, images, image0, record_size, records);
+  for (int k0 = 0, buf = 0; k0 < s.fc_in; k0 += kNarrowK, buf ^= 1) {
+    const bool more = k0 + kNarrowK < s.fc_in;
+    if (more) load(k0 + kNarrowK);
+    const int kn = min(kNarrowK, s.fc_in - k0);
+    for (int k = 0; k < kn; k++) acc = __fmaf_rn(w[buf][k][lane], x[buf][warp][k], acc);
+    if (more) store(buf ^ 1);
+    __syncthreads();
+  }
+  const int o = o0 + lane, r = row0 + warp;
+  if (o < s.fc_out && r < rows) hidden[(size_t)r * s.fc_out + o] = relu_if(1, acc + b3[o]);
 }
 
 // fp16 fc1 as a GEMM of its own, on the tensor cores: hidden (rows x fc_out, fp32, bias and
@@ -739,7 +742,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 // A block's tile is 128 rows x 128 outputs, k in chunks of 8, both operands double-buffered
 // through shared memory (act2's chunk transposed, k-major); a thread owns 8 rows x 8 outputs
 // (rows 4 ty + i and 64 + 4 ty + i, outputs likewise by tx), 64 multiply-adds for four 16-byte
-// loads a k. Each output's sum runs over k in order from zero, as in stage3_kernel: the same bits.
+// loads a k. Each output's sum runs over k in order from zero, as in fc1n_kernel: the same bits.
 
 constexpr int kGemmTile = 128, kGemmK = 8;
 
@@ -808,7 +811,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-// fp16 stage 3's rest: LRN + fc2 + softmax + merge from fc1's outputs in device memory, copied
+// Stage 3's rest: LRN + fc2 + softmax + merge from fc1's outputs in device memory, copied
 // to shared memory first in coalesced loads (read in place by the LRN's windows, they left the
 // kernel waiting on scattered loads: 0.78 ms a batch of 8192 on the H100).
 __global__ void __launch_bounds__(kThreads)
@@ -940,7 +943,6 @@ extern "C" ttp_status fused_act_convert(const fused_shape* s, int stage, int row
 
 extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
   const int per_block = fused_stage3_images(s->copies);
-  const size_t stage3 = stage3_shared(*s, per_block);
   const size_t stage3b = sizeof(float) * per_block * s->copies * (s->fc_out + s->classes);
   struct need {
     const void* kernel;
@@ -950,9 +952,6 @@ extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
   const need fp32[] = {{(const void*)stage1_kernel<false>, stage1_shared(*s), "stage1_kernel"},
                        {(const void*)stage2_kernel<1>, stage2_shared(*s), "stage2_kernel"},
                        {(const void*)stage2_kernel<kGroup2>, stage2_shared(*s), "stage2_kernel"},
-                       {(const void*)stage3_kernel<8>, stage3, "stage3_kernel"},
-                       {(const void*)stage3_kernel<16>, stage3, "stage3_kernel"},
-                       {(const void*)stage3_kernel<32>, stage3, "stage3_kernel"},
                        {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"}};
   const need fp16[] = {{(const void*)stage1_kernel<true>, stage1_shared(*s), "stage1_kernel"},
                        {(const void*)stage2h_kernel, stage2_shared(*s), "stage2h_kernel"},
@@ -1017,34 +1016,27 @@ extern "C" size_t fused_hidden_bytes(const fused_shape* s) { return sizeof(float
 extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weights* w,
                                    const void* act2, int count, float* hidden, void* records,
                                    cudaStream_t stream, ttp_err* e) {
-  /* As many images a block as keeps every SM busy, within the most it holds (in fp32 each block
-     reads all of fc1's weights: fewer rows a block, more reads). */
+  /* As many images a block as keeps every SM busy, within the most it holds. */
   const int most = fused_stage3_images(s->copies);
   const int per_block = max(1, min(most, count / s->sms));
   const int rows = per_block * s->copies, blocks = (count + per_block - 1) / per_block;
-  const size_t record = aug_merge_record_size(s->classes);
-  unsigned char* out = static_cast<unsigned char*>(records);
   const int all = count * s->copies;
   const dim3 wide((all + kGemmTile - 1) / kGemmTile, (s->fc_out + kGemmTile - 1) / kGemmTile);
-  const bool gemm = s->half || s->wide > 0 || (s->wide == 0 && (int)(wide.x * wide.y) >= s->sms);
-  if (gemm) {
-    if (s->half) {
-      const dim3 grid((all + kFcRows - 1) / kFcRows,
-                      ((s->fc_out + 7) / 8 + kFcTiles - 1) / kFcTiles);
-      fc1h_kernel<<<grid, kThreads, 0, stream>>>(*s, static_cast<const uint2*>(w->w3h), w->b3,
-                                                 static_cast<const __half*>(act2), all, hidden);
-    } else {
-      fc1f_kernel<<<wide, kThreads, 0, stream>>>(*s, w->w3t, w->b3,
-                                                 static_cast<const float*>(act2), all, hidden);
-    }
-    TRY(launched("fused fc1", e));
-    stage3b_kernel<<<blocks, kThreads, sizeof(float) * rows * (s->fc_out + s->classes), stream>>>(
-        *s, per_block, merge, w->w4, w->b4, hidden, count, record, out);
-    return launched("fused stage 3 (after fc1)", e);
+  if (s->half) {
+    const dim3 grid((all + kFcRows - 1) / kFcRows, ((s->fc_out + 7) / 8 + kFcTiles - 1) / kFcTiles);
+    fc1h_kernel<<<grid, kThreads, 0, stream>>>(*s, static_cast<const uint2*>(w->w3h), w->b3,
+                                               static_cast<const __half*>(act2), all, hidden);
+  } else if (s->wide > 0 || (s->wide == 0 && (int)(wide.x * wide.y) >= s->sms)) {
+    fc1f_kernel<<<wide, kThreads, 0, stream>>>(*s, w->w3t, w->b3, static_cast<const float*>(act2),
+                                               all, hidden);
+  } else {
+    const dim3 grid((s->fc_out + kNarrowOut - 1) / kNarrowOut, (all + kNarrowRows - 1) / kNarrowRows);
+    fc1n_kernel<<<grid, kThreads, 0, stream>>>(*s, w->w3t, w->b3, static_cast<const float*>(act2),
+                                               all, hidden);
   }
-  const auto kernel = rows <= 8 ? stage3_kernel<8> : rows <= 16 ? stage3_kernel<16> : stage3_kernel<32>;
-  kernel<<<blocks, kThreads, stage3_shared(*s, per_block), stream>>>(
-      *s, per_block, merge, w->w3t, w->b3, w->w4, w->b4, static_cast<const float*>(act2), count,
-      record, out);
+  TRY(launched("fused fc1", e));
+  stage3b_kernel<<<blocks, kThreads, sizeof(float) * rows * (s->fc_out + s->classes), stream>>>(
+      *s, per_block, merge, w->w4, w->b4, hidden, count, aug_merge_record_size(s->classes),
+      static_cast<unsigned char*>(records));
   return launched("fused stage 3", e);
 }

@@ -1,5 +1,6 @@
 /* The fused engine's kernels (fused_kernels.cu): the whole augmented pass of a batch in three
-   launches, each of which keeps its layers' intermediates on chip:
+   stages (four launches); conv1's outputs stay on chip, act1, act2 and fc1's outputs make one
+   trip each through device memory (fused_kernels.cu says why):
 
      stage 1  augment + conv1 + bias + [ReLU] + max-pool     images -> act1 (rows, K1, P1, Q1)
      stage 2  conv2 + bias + [ReLU] + max-pool               act1 -> act2 (rows, F = K2 P2 Q2)
@@ -16,8 +17,9 @@
            LRN, fc2, softmax and the merge in fp32. act1 fp16 HWC per row with the channels
            padded to fused_c1_pad (zeros), act2 fp16 CHW per row padded to fused_act2_pitch
            (zeros); weights of conv2 and fc1 in the tensor cores' fragment order
-           (fused_pack_weights). Stage 3 is two launches in fp16 (and fp32's wide kernels): fc1
-           as a GEMM over all rows (fp32 outputs to a workspace in device memory), then the rest.
+           (fused_pack_weights).
+   Stage 3 is two launches: fc1 over all rows (fp32 outputs to a workspace in device memory),
+   then the rest.
    Launch only (capture-safe): no allocation, no synchronisation. */
 #ifndef TTP_FUSED_KERNELS_H
 #define TTP_FUSED_KERNELS_H
@@ -125,7 +127,7 @@ ttp_status fused_stage1(const fused_shape* s, const aug_spec* spec, const fused_
 ttp_status fused_stage2(const fused_shape* s, const fused_weights* w, const void* act1, int rows,
                         void* act2, cudaStream_t stream, ttp_err* e);
 /* records: count records of aug_merge_record_size(classes) bytes (augment/merge_kernel.h).
-   hidden: fused_hidden_bytes a row of workspace (fc1's outputs where fc1 is a GEMM of its own). */
+   hidden: fused_hidden_bytes a row of workspace (fc1's outputs). */
 size_t fused_hidden_bytes(const fused_shape* s);
 ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weights* w,
                         const void* act2, int count, float* hidden, void* records,
