@@ -8,6 +8,9 @@
 //                channels in two 16-byte loads feeding 32 FMAs
 //   fp16-mma     shipped (fused_stage2, fp16): an implicit GEMM on the tensor cores (mma.sync
 //                m16n8k16, fp32 accumulation), act1 fp16 HWC, weights packed as B fragments
+//   fp32-wide    shipped (fused_stage2, fp32, batches that fill the GPU): register-tiled, a
+//                thread 2 x 8 conv outputs of 4 channels, a block's copies and their weights
+//                in shared memory (fp32-float4 takes the smaller batches)
 //
 // Every variant is checked against the CPU reference below (sums in double) on LeNet's shape and
 // on an odd one (padding, ReLU, 7 and 9 channels, 10x11 inputs) before anything is timed.
@@ -17,7 +20,7 @@
 //                                         rows (default 40960: a batch of 8192 images x 5
 //                                         copies), median and minimum of R runs (default 20)
 //
-// Only fp32-float4 and fp16-mma ship (pipeline/fused/fused_kernels.cu); the predictions and the
+// fp32-float4, fp16-mma and fp32-wide ship (pipeline/fused/fused_kernels.cu); the predictions and the
 // measured margins are recorded in tests/bench/NOTES.md. Compiled with -fmad=false, as
 // fused_kernels.cu is: every multiply-add here is an explicit __fmaf_rn.
 #include <cuda_runtime.h>
@@ -182,12 +185,12 @@ ttp_status stage2_scalar_launch(const fused_shape& s, const float* w2, const flo
 // ---- one shape's data in every variant's layout -----------------------------------------------
 
 struct lab {
-  fused_shape s[2];  // [half]: the same network in fp32 and in fp16
+  fused_shape s[3];  // the same network in fp32 (per-position kernels), fp16, fp32 (wide kernels)
   int rows;
   std::vector<float> act1, w2, b2;  // host, the model's layouts (the reference's inputs)
   float *act1_f, *w2_d, *w2t, *b2_d, *w3t, *act2_f, *chw;  // device; chw: fp16's act2 in fp32
   void *act1_h, *packed, *act2_h;
-  fused_weights w[2];
+  fused_weights w[3];
 };
 
 template <class T>
@@ -201,8 +204,9 @@ T* device_alloc(size_t bytes) {
 // of shape s, uploaded in each variant's layout; the kernels prepared for their launch.
 void lab_open(lab& l, const fused_shape& s, int rows, test_rng* rng, cudaStream_t stream) {
   ttp_err e = {};
-  l.s[0] = l.s[1] = s;
-  l.s[0].half = 0, l.s[1].half = 1;
+  l.s[0] = l.s[1] = l.s[2] = s;
+  l.s[0].half = 0, l.s[1].half = 1, l.s[2].half = 0;
+  l.s[0].wide = -1, l.s[2].wide = 1;
   l.rows = rows;
   const int taps = FUSED_CONV * FUSED_CONV, k2p = fused_k2_pad(&s);
   const size_t in_row = (size_t)s.k1 * s.p1_h * s.p1_w, w_count = (size_t)s.k2 * s.k1 * taps;
@@ -231,7 +235,7 @@ void lab_open(lab& l, const fused_shape& s, int rows, test_rng* rng, cudaStream_
   l.packed = device_alloc<void>(fused_packed_bytes(&l.s[1]));
   l.w[0] = fused_weights{};
   l.w[0].w2t = l.w2t, l.w[0].b2 = l.b2_d;
-  l.w[1] = l.w[0];
+  l.w[1] = l.w[2] = l.w[0];
   l.w[1].w3t = l.w3t;
   CHECK(fused_pack_weights(&l.s[1], &l.w[1], l.packed, stream, &e) == TTP_OK, "%s", e.message);
 
@@ -260,39 +264,41 @@ ttp_status launch_scalar(const lab& l, int, cudaStream_t stream, ttp_err* e) {
   return stage2_scalar_launch(l.s[0], l.w2_d, l.b2_d, l.act1_f, l.rows, l.act2_f, stream, e);
 }
 
-ttp_status launch_shipped(const lab& l, int half, cudaStream_t stream, ttp_err* e) {
-  return fused_stage2(&l.s[half], &l.w[half], half ? l.act1_h : (const void*)l.act1_f, l.rows,
+ttp_status launch_shipped(const lab& l, int slot, cudaStream_t stream, ttp_err* e) {
+  const int half = l.s[slot].half;
+  return fused_stage2(&l.s[slot], &l.w[slot], half ? l.act1_h : (const void*)l.act1_f, l.rows,
                       half ? l.act2_h : (void*)l.act2_f, stream, e);
 }
 
 struct variant {
   const char* name;
-  int half;     // fp16 layouts (act1 HWC, act2 padded), else fp32 CHW
+  int slot;     // lab.s's shape: 1 fp16 layouts (act1 HWC, act2 padded), else fp32 CHW
   double tol;   // |got - want| <= tol (1 + |want|)
   double peak;  // the napkin's FLOP/s ceiling
-  ttp_status (*launch)(const lab& l, int half, cudaStream_t stream, ttp_err* e);
+  ttp_status (*launch)(const lab& l, int slot, cudaStream_t stream, ttp_err* e);
 };
 
 const variant kVariants[] = {
     {"fp32-scalar", 0, 1e-5, kFfmaPeak, launch_scalar},
     {"fp32-float4", 0, 1e-5, kFfmaPeak, launch_shipped},
     {"fp16-mma", 1, 1e-2, kTensorPeak, launch_shipped},
+    {"fp32-wide", 2, 1e-5, kFfmaPeak, launch_shipped},
 };
 
-void* output_of(const lab& l, const variant& v) { return v.half ? l.act2_h : (void*)l.act2_f; }
+void* output_of(const lab& l, const variant& v) { return l.s[v.slot].half ? l.act2_h : (void*)l.act2_f; }
 
 // v once on poisoned outputs (NaN); its act2 as fp32 CHW rows, on the host.
 std::vector<float> run_once(const variant& v, const lab& l, cudaStream_t stream) {
   ttp_err e = {};
   const size_t values = (size_t)l.rows * l.s[0].fc_in;
-  CUDA(cudaMemsetAsync(output_of(l, v), 0xff, l.rows * fused_act_bytes(&l.s[v.half], 2), stream));
+  CUDA(cudaMemsetAsync(output_of(l, v), 0xff, l.rows * fused_act_bytes(&l.s[v.slot], 2), stream));
   CUDA(cudaMemsetAsync(l.chw, 0xff, values * sizeof(float), stream));
-  CHECK(v.launch(l, v.half, stream, &e) == TTP_OK, "%s: %s", v.name, e.message);
-  if (v.half)
+  CHECK(v.launch(l, v.slot, stream, &e) == TTP_OK, "%s: %s", v.name, e.message);
+  if (l.s[v.slot].half)
     CHECK(fused_act_convert(&l.s[1], 2, l.rows, 0, l.chw, l.act2_h, stream, &e) == TTP_OK, "%s",
           e.message);
   std::vector<float> got(values);
-  CUDA(cudaMemcpyAsync(got.data(), v.half ? l.chw : l.act2_f, values * sizeof(float),
+  CUDA(cudaMemcpyAsync(got.data(), l.s[v.slot].half ? l.chw : l.act2_f, values * sizeof(float),
                        cudaMemcpyDeviceToHost, stream));
   CUDA(cudaStreamSynchronize(stream));
   return got;
@@ -331,13 +337,13 @@ void time_variant(const variant& v, const lab& l, int runs, cudaStream_t stream,
   cudaEvent_t start, stop;
   CUDA(cudaEventCreate(&start));
   CUDA(cudaEventCreate(&stop));
-  CUDA(cudaMemsetAsync(output_of(l, v), 0xff, l.rows * fused_act_bytes(&l.s[v.half], 2), stream));
+  CUDA(cudaMemsetAsync(output_of(l, v), 0xff, l.rows * fused_act_bytes(&l.s[v.slot], 2), stream));
   for (int i = 0; i < kWarmup; i++)
-    CHECK(v.launch(l, v.half, stream, &e) == TTP_OK, "%s: %s", v.name, e.message);
+    CHECK(v.launch(l, v.slot, stream, &e) == TTP_OK, "%s: %s", v.name, e.message);
   std::vector<double> ms(runs);
   for (int i = 0; i < runs; i++) {
     CUDA(cudaEventRecord(start, stream));
-    CHECK(v.launch(l, v.half, stream, &e) == TTP_OK, "%s: %s", v.name, e.message);
+    CHECK(v.launch(l, v.slot, stream, &e) == TTP_OK, "%s: %s", v.name, e.message);
     CUDA(cudaEventRecord(stop, stream));
     CUDA(cudaEventSynchronize(stop));
     float t = 0;
@@ -442,7 +448,7 @@ int main(int argc, char** argv) {
     double median = 0, least = 0;
     time_variant(v, l, runs, stream, &median, &least);
     const double bytes =
-        (double)rows * (fused_act_bytes(&l.s[v.half], 1) + fused_act_bytes(&l.s[v.half], 2));
+        (double)rows * (fused_act_bytes(&l.s[v.slot], 1) + fused_act_bytes(&l.s[v.slot], 2));
     const double napkin = 1e3 * std::max(flops / v.peak, bytes / kDramPeak);
     printf("| %s | %.3f | %.3f | %.1f | %.0f | %.3f | %.1fx |\n", v.name, median, least,
            flops / (median * 1e-3) * 1e-12, bytes / (median * 1e-3) * 1e-9, napkin,
