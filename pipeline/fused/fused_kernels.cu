@@ -61,13 +61,13 @@ __device__ __forceinline__ void conv_pool4(const float (&patch)[kWindow][kWindow
 //
 // Block (i, y) takes image i's copies y, y + 1, ... of an equal share (gridDim.y shares: small
 // batches spread their copies over more blocks). The image's pixel values and the copies'
-// parameters are computed once a block (not once a thread); copies are made into shared memory a
-// chunk at a time (as many as fit in kStage1Bytes), zero-padded; then each thread computes pooled outputs of
-// a (copy, group of four channels, position) from one 6x6 patch held in registers, the four
-// channels' weights of a tap in one 16-byte load from shared memory (laid out [tap][channel]:
-// one load a weight, the variant before, left the load unit busier than the FMA pipe). fp32 writes
-// them CHW; fp16 writes the four channels of a position as one 8-byte store (HWC, channels
-// padded with zeros to fused_c1_pad).
+// parameters are computed once a block (not once a thread); copies are made into shared memory
+// a chunk at a time (as many as fit in kStage1Bytes), zero-padded; then each thread computes
+// pooled outputs of a (copy, group of four channels, position) from one 6x6 patch held in
+// registers, the four channels' weights of a tap in one 16-byte load from shared memory (laid
+// out [tap][channel]: one load a weight, the variant before, left the load unit busier than the
+// FMA pipe). fp32 writes them CHW; fp16 writes the four channels of a position as one 8-byte
+// store (HWC, channels padded with zeros to fused_c1_pad).
 
 constexpr int kStage1Bytes = 40 * 1024;
 constexpr int kGroup1 = 4;
