@@ -271,11 +271,13 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
   }
   const int half = g->s.half;
   snprintf(g->details, sizeof g->details,
-           "stage 1: augment + conv1 + pool (an image a block); stage 2: conv2 + pool, %s "
-           "(%d copies a block)%s; stage 3: fc1 (a GEMM of its own%s) + %sfc2 + softmax + merge "
-           "(up to %d images a block); small batches spread over more blocks",
-           half ? "mma.sync" : "register-tiled where the batch fills the GPU",
-           fused_stage2_copies(&g->s), half ? "" : " otherwise", half ? ", mma.sync" : " there",
+           "stage 1: augment + conv1 + pool (an image a block); stage 2: conv2 + pool, %s%d "
+           "copies a block; stage 3: fc1 (%s) + %sfc2 + softmax + merge (up to %d images a "
+           "block); small batches spread over more blocks",
+           half ? "mma.sync, " : "register-tiled where the batch fills the GPU, else ",
+           fused_stage2_copies(&g->s),
+           half ? "a GEMM of its own, mma.sync"
+                : "a GEMM of its own where the batch fills the GPU, else 32 outputs a block",
            g->s.lrn ? "LRN + " : "", fused_stage3_images(g->s.copies));
   *out = g;
   return TTP_OK;
