@@ -197,12 +197,20 @@ __global__ void __launch_bounds__(kThreads)
             ? act1[((size_t)row0 * s.k1 + cc) * in_plane + y * s.p1_w + x]
             : 0.0f;
   }
+  // One channel a warp (small batches): the block's channels' weights into shared memory first,
+  // [input channel][tap][warp], in one pass of loads all in flight (read from L1/L2 a tap at a
+  // time, each warp waited on them in turn: 31 us of a batch of one on the H100).
+  const int k2p = fused_k2_pad(&s), warps = blockDim.x / 32, taps = FUSED_CONV * FUSED_CONV;
+  float* weights = tile + per_block * stride;
+  if (kGroup == 1)
+    for (int i = threadIdx.x; i < s.k1 * taps * warps; i += blockDim.x)
+      weights[i] = __ldg(w2t + (size_t)(i / warps) * k2p + blockIdx.y * warps + i % warps);
   __syncthreads();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int c = lane / positions, pos = lane % positions;
-  const int k0 = (blockIdx.y * (blockDim.x / 32) + warp) * kGroup;
+  const int k0 = (blockIdx.y * warps + warp) * kGroup;
   if (c >= n || k0 >= s.k2) return;
-  const int py = pos / s.p2_w, px = pos % s.p2_w, k2p = fused_k2_pad(&s);
+  const int py = pos / s.p2_w, px = pos % s.p2_w;
   float acc[kGroup][4];
 #pragma unroll
   for (int g = 0; g < kGroup; g++) acc[g][0] = acc[g][1] = acc[g][2] = acc[g][3] = 0.0f;
@@ -223,8 +231,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int g = 0; g < kGroup; g++) v[g] = all[g];
         } else {
-#pragma unroll
-          for (int g = 0; g < kGroup; g++) v[g] = __ldg(tap + g);
+          v[0] = weights[((size_t)ci * taps + r * FUSED_CONV + q) * warps + warp];
         }
 #pragma unroll
         for (int g = 0; g < kGroup; g++) {
@@ -897,6 +904,11 @@ size_t stage2_shared(const fused_shape& s) {
   return sizeof(float) * fused_stage2_copies(&s) * stage2_copy_stride(s);
 }
 
+// fp32's one-channel-a-warp stage 2 also holds its channels' weights.
+size_t stage2_one_shared(const fused_shape& s) {
+  return stage2_shared(s) + sizeof(float) * s.k1 * FUSED_CONV * FUSED_CONV * kWarps;
+}
+
 size_t packed_conv2(const fused_shape& s) {
   return sizeof(uint2) * 32 * stage2h_ksteps(s) * (fused_k2_pad(&s) / 8);
 }
@@ -950,7 +962,7 @@ extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
     const char* name;
   };
   const need fp32[] = {{(const void*)stage1_kernel<false>, stage1_shared(*s), "stage1_kernel"},
-                       {(const void*)stage2_kernel<1>, stage2_shared(*s), "stage2_kernel"},
+                       {(const void*)stage2_kernel<1>, stage2_one_shared(*s), "stage2_kernel"},
                        {(const void*)stage2_kernel<kGroup2>, stage2_shared(*s), "stage2_kernel"},
                        {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"}};
   const need fp16[] = {{(const void*)stage1_kernel<true>, stage1_shared(*s), "stage1_kernel"},
@@ -1006,7 +1018,8 @@ extern "C" ttp_status fused_stage2(const fused_shape* s, const fused_weights* w,
   const int one = spread(*s, blocks) > 1;
   const int groups = one ? s->k2 : fused_k2_pad(s) / kGroup2, warps = min(kWarps, groups);
   const dim3 grid(blocks, one ? (groups + warps - 1) / warps : 1);
-  (one ? stage2_kernel<1> : stage2_kernel<kGroup2>)<<<grid, 32 * warps, stage2_shared(*s), stream>>>(
+  const size_t shared = one ? stage2_one_shared(*s) : stage2_shared(*s);
+  (one ? stage2_kernel<1> : stage2_kernel<kGroup2>)<<<grid, 32 * warps, shared, stream>>>(
       *s, w->w2t, w->b2, static_cast<const float*>(act1), rows, static_cast<float*>(act2));
   return launched("fused stage 2", e);
 }
