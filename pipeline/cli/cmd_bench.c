@@ -41,7 +41,7 @@ typedef struct point {
   const char* graph;
   int batch, copies;
   double images_per_s, copies_per_s, tflops;
-  double p50, p90, p99;               /* ms per batch */
+  double p50, p90, p99, p999;         /* ms per batch */
   double h2d, compute, d2h, host;     /* ms per batch, throughput phase */
 } point;
 
@@ -126,7 +126,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
         for (size_t i = 0; i < n; i++) mean += lat[i];
         out->compute = mean / (double)n;
         out->p50 = quantile(lat, n, 0.5), out->p90 = quantile(lat, n, 0.9);
-        out->p99 = quantile(lat, n, 0.99);
+        out->p99 = quantile(lat, n, 0.99), out->p999 = quantile(lat, n, 0.999);
         out->images_per_s = batch / (out->p50 * 1e-3);
       }
     }
@@ -167,7 +167,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
       fprintf(stderr, "ttapipe bench: %s\n", ttp_last_error(p));
     } else {
       out->p50 = quantile(lat, n, 0.5), out->p90 = quantile(lat, n, 0.9);
-      out->p99 = quantile(lat, n, 0.99);
+      out->p99 = quantile(lat, n, 0.99), out->p999 = quantile(lat, n, 0.999);
       out->images_per_s = done / elapsed;
       double batches = st.batches ? (double)st.batches : 1;
       out->h2d = st.h2d_ms / batches, out->compute = st.compute_ms / batches;
@@ -182,19 +182,21 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
 }
 
 static void print_point(const point* q) {
-  printf("%-6s %-5s %-5s %6d %3d %12.0f %12.0f %8.3f %9.3f %9.3f %9.3f %8.3f %8.3f %8.3f %8.3f\n",
+  printf("%-6s %-5s %-5s %6d %3d %12.0f %12.0f %8.3f %9.3f %9.3f %9.3f %9.3f %8.3f %8.3f %8.3f "
+         "%8.3f\n",
          q->engine, q->precision, q->graph, q->batch, q->copies, q->images_per_s, q->copies_per_s,
-         q->tflops, q->p50, q->p90, q->p99, q->h2d, q->compute, q->d2h, q->host);
+         q->tflops, q->p50, q->p90, q->p99, q->p999, q->h2d, q->compute, q->d2h, q->host);
   fflush(stdout);
 }
 
 static void json_point(FILE* f, const point* q, int first) {
   fprintf(f, "%s\n    {\"engine\": \"%s\", \"precision\": \"%s\", \"graph\": \"%s\", \"batch\": %d, "
           "\"copies\": %d, \"images_per_s\": %.1f, \"copies_per_s\": %.1f, \"tflops\": %.4f, "
-          "\"latency_ms\": {\"p50\": %.4f, \"p90\": %.4f, \"p99\": %.4f}, \"per_batch_ms\": "
-          "{\"h2d\": %.4f, \"compute\": %.4f, \"d2h\": %.4f, \"host\": %.4f}}",
+          "\"latency_ms\": {\"p50\": %.4f, \"p90\": %.4f, \"p99\": %.4f, \"p99.9\": %.4f}, "
+          "\"per_batch_ms\": {\"h2d\": %.4f, \"compute\": %.4f, \"d2h\": %.4f, \"host\": %.4f}}",
           first ? "" : ",", q->engine, q->precision, q->graph, q->batch, q->copies, q->images_per_s,
-          q->copies_per_s, q->tflops, q->p50, q->p90, q->p99, q->h2d, q->compute, q->d2h, q->host);
+          q->copies_per_s, q->tflops, q->p50, q->p90, q->p99, q->p999, q->h2d, q->compute, q->d2h,
+          q->host);
 }
 
 static int run_bench(const cli_args* a) {
@@ -291,9 +293,9 @@ static int run_bench(const cli_args* a) {
     printf("# GPU %d: %s, sm_%d%d, %d MHz SM, %d MHz memory, %.0f GiB; driver API %d, runtime %d\n",
            b.device, gpu.name, gpu.major, gpu.minor, gpu.sm_clock_mhz, gpu.memory_clock_mhz,
            gpu.memory_bytes / 1073741824.0, gpu.driver_version, gpu.runtime_version);
-  printf("%-6s %-5s %-5s %6s %3s %12s %12s %8s %9s %9s %9s %8s %8s %8s %8s\n", "engine", "prec",
-         "graph", "batch", "N", "images/s", "copies/s", "TFLOP/s", "p50 ms", "p90 ms", "p99 ms",
-         "h2d ms", "batch ms", "d2h ms", "host ms");
+  printf("%-6s %-5s %-5s %6s %3s %12s %12s %8s %9s %9s %9s %9s %8s %8s %8s %8s\n", "engine",
+         "prec", "graph", "batch", "N", "images/s", "copies/s", "TFLOP/s", "p50 ms", "p90 ms",
+         "p99 ms", "p99.9 ms", "h2d ms", "batch ms", "d2h ms", "host ms");
 
   point* points = calloc((size_t)(ne * np * nb * nt * ng), sizeof *points);
   int count = 0;
@@ -341,8 +343,8 @@ const cli_command cli_bench = {
     .summary = "Measure throughput and latency over engines, precisions, batches, TTA copies "
                "and graphs.",
     .details = "Columns: images/s and copies/s of the throughput phase; TFLOP/s from the model's\n"
-               "FLOP count; latency of one batch per call (p50/p90/p99, ms; device mode: GPU time\n"
-               "of one replay); and, per batch of the throughput phase, GPU milliseconds copying\n"
+               "FLOP count; latency of one batch per call (p50/p90/p99/p99.9, ms; device mode: GPU\n"
+               "time of one replay); and, per batch of the throughput phase, GPU milliseconds copying\n"
                "in, computing and copying out, and the host's own milliseconds.",
     .options = bench_options,
     .max_positional = 0,

@@ -19,7 +19,7 @@ points = json.load(open(sys.argv[1]))["points"] + json.load(open(sys.argv[2]))["
 # cudnn: 2 precisions x 2 graphs x 2 batches; naive: 2 batches
 assert len(points) == 10, len(points)
 for p in points:
-    assert p["images_per_s"] > 0 and p["latency_ms"]["p99"] >= p["latency_ms"]["p50"] > 0, p
+    assert p["images_per_s"] > 0 and p["latency_ms"]["p99.9"] >= p["latency_ms"]["p99"] >= p["latency_ms"]["p50"] > 0, p
     if p["engine"] == "cudnn":
         assert p["per_batch_ms"]["compute"] > 0 and p["per_batch_ms"]["h2d"] > 0, p
 print("bench: 10 GPU points")

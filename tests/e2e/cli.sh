@@ -210,6 +210,8 @@ d = json.load(open(sys.argv[1]))
 assert len(d["points"]) == 4 and "CPU only" in d["build"] or d["gpu"] is None or "name" in d["gpu"], d
 for p in d["points"]:
     assert p["engine"] == "cpu" and p["images_per_s"] > 0 and p["latency_ms"]["p50"] > 0, p
+    q = p["latency_ms"]
+    assert q["p99.9"] >= q["p99"] >= q["p90"] >= q["p50"], p
     assert abs(p["copies_per_s"] - p["images_per_s"] * p["copies"]) < 1e-3 * p["copies_per_s"] + 1, p
 print("bench: 4 CPU points")
 PY
