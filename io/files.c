@@ -394,10 +394,18 @@ ttp_status ttp_read_file_list(const char* path, int nul_separated, ttp_file_list
   size_t cap = 0;
   ssize_t n;
   int separator = nul_separated ? '\0' : '\n';
+  size_t number = 0;
   while (e.status == TTP_OK && (n = getdelim(&line, &cap, separator, f)) > 0) {
+    number++;
     if (line[n - 1] == separator) line[--n] = '\0';
     if (!nul_separated && n > 0 && line[n - 1] == '\r') line[--n] = '\0';
-    if (n > 0) push(list, line, &e);
+    /* A path cannot hold a NUL byte: such a line is a list of the other kind, not a path cut
+       short (which would be classified, or skipped as empty, in its place). */
+    if (!nul_separated && memchr(line, '\0', (size_t)n))
+      ERR(&e, TTP_ERR_FORMAT, "%s: line %zu holds a NUL byte (a NUL-separated list needs --null)",
+          use_stdin ? "standard input" : path, number);
+    else if (n > 0)
+      push(list, line, &e);
   }
   if (e.status == TTP_OK && ferror(f))
     ERR(&e, TTP_ERR_IO, "%s: read failed: %s", use_stdin ? "standard input" : path,

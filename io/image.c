@@ -28,13 +28,15 @@ void io_raster_free(io_raster* r) {
 
 ttp_status io_check_size(const char* path, const char* format, uint64_t w, uint64_t h,
                          int channels, int max_w, int max_h, ttp_err* e) {
-  if (w * h * (uint64_t)channels > IMAGE_MAX_BYTES)
-    return ERR(e, TTP_ERR_FORMAT,
-               "%s: unreadable image header (%s of %llux%llu pixels, more than 2^30 bytes)", path,
-               format, (unsigned long long)w, (unsigned long long)h);
+  /* The sides first: they are the limit a user sets and can read (--max-size). */
   if (w > (uint64_t)max_w || h > (uint64_t)max_h)
     return ERR(e, TTP_ERR_FORMAT, "%s: image is %llux%llu, larger than the %dx%d allowed", path,
                (unsigned long long)w, (unsigned long long)h, max_w, max_h);
+  if (w * h * (uint64_t)channels > IMAGE_MAX_BYTES)
+    return ERR(e, TTP_ERR_FORMAT,
+               "%s: image is %llux%llu, %s of %llu bytes decoded, over the limit of 2^30 bytes",
+               path, (unsigned long long)w, (unsigned long long)h, format,
+               (unsigned long long)(w * h * (uint64_t)channels));
   return TTP_OK;
 }
 

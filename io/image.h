@@ -50,9 +50,9 @@ ttp_status io_bmp_decode(const uint8_t* bytes, size_t size, const char* path, in
 ttp_status io_pnm_decode(const uint8_t* bytes, size_t size, const char* path, int max_w, int max_h,
                          io_raster* out, ttp_err* e);
 
-/* A decoder's check of the size a header declares, before anything is decoded: more than 2^30
-   bytes of pixels (channels per pixel) is not believed ("unreadable image header"), more than
-   max_w x max_h is refused as larger than allowed. format names the format in the message. */
+/* A decoder's check of the size a header declares, before anything is decoded: more than
+   max_w x max_h is refused as larger than allowed (both sizes in the message), then more than
+   2^30 bytes of pixels (channels per pixel). format names the format in the message. */
 ttp_status io_check_size(const char* path, const char* format, uint64_t w, uint64_t h,
                          int channels, int max_w, int max_h, ttp_err* e);
 

@@ -387,9 +387,10 @@ void ttp_list_options_init(ttp_list_options* o);
 ttp_status ttp_list_files(const char* const* paths, size_t count, const ttp_list_options* options,
                           ttp_file_list* list, char* error, size_t error_size);
 
-/* Appends the paths listed in a file, one a line ('\n'), or separated by NUL bytes when
-   nul_separated; "-" reads standard input. Empty entries are skipped; order is kept.
-   Returns TTP_OK, TTP_ERR_IO, TTP_ERR_OUT_OF_MEMORY. */
+/* Appends the paths listed in a file, one a line ('\n', a '\r' before it dropped), or separated
+   by NUL bytes when nul_separated; "-" reads standard input. Empty entries are skipped; order is
+   kept. A line holding a NUL byte (a NUL-separated list read as lines) is refused.
+   Returns TTP_OK, TTP_ERR_IO, TTP_ERR_FORMAT, TTP_ERR_OUT_OF_MEMORY. */
 ttp_status ttp_read_file_list(const char* path, int nul_separated, ttp_file_list* list,
                               char* error, size_t error_size);
 

@@ -5,6 +5,8 @@
 #define TTP_FUZZ_H
 
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdint.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -19,5 +21,11 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
       abort();                                                                      \
     }                                                                               \
   } while (0)
+
+/* The readers that take a path get the input through a file: fuzz_temp_path(NAME) is a file
+   NAME in a directory made once a process (under TMPDIR, removed at exit), and fuzz_write
+   replaces a file's content with the input. */
+const char* fuzz_temp_path(const char* name);
+void fuzz_write(const char* path, const uint8_t* data, size_t size);
 
 #endif

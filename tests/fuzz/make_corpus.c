@@ -1,6 +1,7 @@
-/* ttp_fuzz_corpus DIR: writes the seed corpus of the image fuzz targets, made here rather than
+/* ttp_fuzz_corpus DIR: writes the seed corpus of the fuzz targets, made here rather than
    committed: DIR/png, DIR/jpeg, DIR/bmp and DIR/pnm, small files that reach the corners of each
-   decoder.
+   decoder; DIR/idx, DIR/file_list, DIR/model and DIR/args for ttapipe's own readers (their
+   first byte the target's selector, below).
      PNG  grey of 1, 2, 4, 8 and 16 bits; grey + alpha, RGB, RGBA of 8 and 16; palettes of 1 to
           8 bits; tRNS transparency; Adam7 interlacing; every row filter; several IDAT chunks
           and ancillary chunks. Written here with zlib, from the PNG specification.
@@ -310,6 +311,130 @@ static void pnm_seeds(void) {
   pnm("1x1.ppm", 6, 1, 1, 255, "");
 }
 
+/* ---- ttapipe's own readers: no option bytes; the first byte is the target's selector ---- */
+
+/* Writes the selector byte and b as DIR/target/name; empties b. */
+static void save_raw(const char* target, const char* name, uint8_t selector, const void* p,
+                     size_t n) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", out_dir, target);
+  mkdir(path, 0755);
+  snprintf(path, sizeof path, "%s/%s/%s", out_dir, target, name);
+  buf b = {0};
+  put8(&b, selector);
+  put(&b, p, n);
+  test_write_file(path, b.p, b.n);
+  free(b.p);
+  seeds++;
+}
+
+/* b as a gzip stream. */
+static buf gzipped(const buf* b) {
+  buf out = {0};
+  z_stream z = {0};
+  CHECK(deflateInit2(&z, 9, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) == Z_OK, "deflateInit2");
+  uint8_t chunk[4096];
+  z.next_in = b->p, z.avail_in = (uInt)b->n;
+  int r;
+  do {
+    z.next_out = chunk, z.avail_out = sizeof chunk;
+    r = deflate(&z, Z_FINISH);
+    put(&out, chunk, sizeof chunk - z.avail_out);
+  } while (r == Z_OK);
+  CHECK(r == Z_STREAM_END, "deflate: %d", r);
+  deflateEnd(&z);
+  return out;
+}
+
+/* IDX: selector bit 0 images (3 dimensions) or labels (1), bit 1 the small limit. */
+static void idx_seeds(void) {
+  static const uint32_t shapes[][4] = {{1, 7, 0, 0}, {3, 3, 4, 5}, {3, 2, 28, 28}, {1, 1, 0, 0}};
+  static const uint8_t selectors[] = {0, 1, 3, 2};
+  for (int k = 0; k < 4; k++) {
+    buf b = {0};
+    const uint32_t* d = shapes[k];
+    put8(&b, 0), put8(&b, 0), put8(&b, 8), put8(&b, (uint8_t)d[0]);
+    size_t total = 1;
+    for (uint32_t i = 1; i <= d[0]; i++) put32be(&b, d[i]), total *= d[i];
+    for (size_t i = 0; i < total; i++) put8(&b, (uint8_t)(i * 29 % 256));
+    char name[64];
+    snprintf(name, sizeof name, "shape%d.idx", k);
+    save_raw("idx", name, selectors[k], b.p, b.n);
+    buf z = gzipped(&b);
+    snprintf(name, sizeof name, "shape%d.idx.gz", k);
+    save_raw("idx", name, selectors[k], z.p, z.n);
+    if (k == 1) { /* cut short, and with a byte too many */
+      save_raw("idx", "truncated.idx", 1, b.p, b.n - 3);
+      put8(&b, 7);
+      save_raw("idx", "extra_byte.idx", 1, b.p, b.n);
+    }
+    free(b.p), free(z.p);
+  }
+}
+
+static void file_list_seeds(void) {
+  static const char lines[] = "a.png\nsub/b.jpg\r\n\n  spaced name.bmp\nlast-without-newline.pnm";
+  save_raw("file_list", "lines.txt", 0, lines, sizeof lines - 1);
+  static const char nuls[] = "a.png\0sub/b.jpg\0\0with\nnewline.png\0";
+  save_raw("file_list", "nul.txt", 1, nuls, sizeof nuls - 1);
+  save_raw("file_list", "nul_read_as_lines.txt", 0, nuls, sizeof nuls - 1);
+  save_raw("file_list", "empty.txt", 0, "", 0);
+}
+
+/* The model directory: selector 0..7 a weight file (conv1, conv1.bias, conv2, conv2.bias, ip1,
+   ip1.bias, ip2, ip2.bias), 8 labels.txt, 9 labels.txt absent; the small files at their size. */
+static void model_seeds(void) {
+  static const char labels[] = "zero\none\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\n";
+  save_raw("model", "labels.txt", 8, labels, sizeof labels - 1);
+  static const char crlf[] = "a\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\nh\r\ni\r\nj";
+  save_raw("model", "labels_crlf.txt", 8, crlf, sizeof crlf - 1);
+  save_raw("model", "no_labels", 9, "", 0);
+  static const struct {
+    uint8_t selector;
+    int floats;
+    const char* name;
+  } small[] = {{1, 20, "conv1.bias.bin"}, {3, 50, "conv2.bias.bin"}, {7, 10, "ip2.bias.bin"},
+               {0, 500, "conv1.bin"}};
+  for (int k = 0; k < 4; k++) {
+    buf b = {0};
+    for (int i = 0; i < small[k].floats; i++) {
+      float v = (float)(i % 13) / 50.0f - 0.1f;
+      uint32_t bits;
+      memcpy(&bits, &v, 4);
+      put8(&b, bits & 255), put8(&b, bits >> 8 & 255), put8(&b, bits >> 16 & 255),
+          put8(&b, bits >> 24);
+    }
+    save_raw("model", small[k].name, small[k].selector, b.p, b.n);
+    if (k == 0) { /* a NaN in the middle */
+      b.p[40] = 0x00, b.p[41] = 0x00, b.p[42] = 0xc0, b.p[43] = 0x7f;
+      save_raw("model", "conv1.bias_nan.bin", 1, b.p, b.n);
+    }
+    free(b.p);
+  }
+}
+
+/* The command's arguments: selector 0 classify, 1 eval, 2 info, 3 bench; NUL between them. */
+static void args_seeds(void) {
+  static const struct {
+    uint8_t selector;
+    const char* name;
+    const char args[200];
+    size_t n;
+  } seeds_[] = {
+#define ARGS(s, name, text) {s, name, text, sizeof text - 1}
+      ARGS(0, "classify", "--model\0m\0-o\0out.csv\0--tta\0005\0--tta-contrast\0000.9,1.1\0dir"),
+      ARGS(0, "classify_files_from", "--model=m\0--files-from\0-\0--null\0--\0-x.png"),
+      ARGS(1, "eval", "--model\0m\0--images\0x\0--labels\0y\0--batch\00064\0--seed\0"
+                      "18446744073709551615"),
+      ARGS(2, "info", "--model\0m"),
+      ARGS(3, "bench", "--model\0m\0--batch\0001,64\0--precision\0fp32,fp16\0--seconds\0000.5"),
+      ARGS(3, "help", "--help"),
+#undef ARGS
+  };
+  for (size_t k = 0; k < sizeof seeds_ / sizeof seeds_[0]; k++)
+    save_raw("args", seeds_[k].name, seeds_[k].selector, seeds_[k].args, seeds_[k].n);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 2, "usage: %s DIR", argv[0]);
   out_dir = argv[1];
@@ -318,6 +443,10 @@ int main(int argc, char** argv) {
   jpeg_seeds();
   bmp_seeds();
   pnm_seeds();
+  idx_seeds();
+  file_list_seeds();
+  model_seeds();
+  args_seeds();
   printf("%u seeds in %s\n", seeds, out_dir);
   return 0;
 }

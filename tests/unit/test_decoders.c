@@ -321,6 +321,12 @@ static void test_png(test_rng* rng) {
   expect_refused(file, size, "depth.png", "unreadable image header (PNG colour type 2, bit depth 4");
   size = png_file(W, H, 8, 0, packed, 0, file);
   expect_refused(file, size, "empty.png", "corrupt image (PNG");
+  /* A header of 60000 x 60000 (3.6 GB of grey, 14 GB RGBA): its size against the side limit,
+     not only "too many bytes". */
+  size = png_file(60000, 60000, 8, 0, packed, n, file);
+  expect_refused(file, size, "huge.png", "image is 60000x60000, larger than the 8192x8192 allowed");
+  size = png_file(60000, 60000, 8, 6, packed, n, file);
+  expect_refused(file, size, "huge_rgba.png", "image is 60000x60000, larger than the 8192x8192");
 }
 
 /* ---- preprocessing: the grey image that is already the right size ----------------------------- */
