@@ -220,9 +220,19 @@ static ttp_status submit_chunk(files_run* r) {
   return TTP_OK;
 }
 
+/* After ttp_cancel: no new batch; the batches in flight collected, and every file whose turn
+   has come reported, so that the rows are the first files in order. */
+static ttp_status stop_files(files_run* r) {
+  while (r->p->stream.in_flight > 0) TRY(collect_chunk(r));
+  report(r, 0, (size_t)-1);
+  return ERR(&r->p->err, TTP_ERR_CANCELLED,
+             "classifying files: cancelled after the first %zu files", r->reported);
+}
+
 static ttp_status run_files(files_run* r) {
   batch_stream* s = &r->p->stream;
   for (;;) {
+    if (atomic_load(&r->p->cancel)) return stop_files(r);
     provide_slots(r);
     size_t chunks = chunks_known(r);
     if (r->collected == chunks) return TTP_OK;
@@ -304,7 +314,12 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
   if (stats) *stats = r.st;
   free(r.results);
   free(r.merged);
+  atomic_store(&p->cancel, 0); /* a request lasts one call */
   return s;
+}
+
+void ttp_cancel(ttp_pipeline* p) {
+  if (p) atomic_store(&p->cancel, 1);
 }
 
 ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t count,

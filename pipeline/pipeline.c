@@ -30,6 +30,7 @@ const char* ttp_status_string(ttp_status s) {
     case TTP_ERR_CUDNN: return "cuDNN error";
     case TTP_ERR_CUBLAS: return "cuBLAS error";
     case TTP_ERR_INTERNAL: return "internal error";
+    case TTP_ERR_CANCELLED: return "cancelled";
   }
   return "unknown status";
 }

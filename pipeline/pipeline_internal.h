@@ -10,6 +10,7 @@
 #include "stream.h"
 #include "ttapipe.h"
 
+#include <stdatomic.h>
 #include <unistd.h>
 
 /* Threads meaning "one per core": the online cores, 1..256. */
@@ -30,6 +31,7 @@ struct ttp_pipeline {
   char (*index_labels)[12]; /* class names when the model has no labels.txt */
   const engine_entry* engine; /* NULL until the engine is open */
   batch_stream stream;        /* the engine behind the streaming core */
+  atomic_int cancel;          /* ttp_cancel: stop the files path after the batches in flight */
   char description[2400];
 };
 

@@ -87,7 +87,8 @@ typedef enum ttp_status {
   TTP_ERR_CUDA = 7,             /* the CUDA runtime failed */
   TTP_ERR_CUDNN = 8,            /* cuDNN failed */
   TTP_ERR_CUBLAS = 9,           /* cuBLAS failed */
-  TTP_ERR_INTERNAL = 10         /* a state the library should never reach: please report it */
+  TTP_ERR_INTERNAL = 10,        /* a state the library should never reach: please report it */
+  TTP_ERR_CANCELLED = 11        /* ttp_cancel stopped the call: what it had finished is kept */
   /* Values are stable once released: append, never reorder. */
 } ttp_status;
 
@@ -427,11 +428,19 @@ typedef struct ttp_bulk_stats {
    slots of the pipeline (ttp_options.slots; a slot holds max_batch images on a GPU, 256 on the
    CPU), so memory stays bounded and one slow file holds back nothing but its own batch. A file that fails
    is reported to the callback with its error and the others go on. stats may be NULL.
-   Returns TTP_OK (also when files failed: see stats->failed), TTP_ERR_INVALID_ARGUMENT, or an
-   engine failure. */
+   Returns TTP_OK (also when files failed: see stats->failed), TTP_ERR_INVALID_ARGUMENT,
+   TTP_ERR_CANCELLED (ttp_cancel), or an engine failure. */
 ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t count,
                               const ttp_image_options* options, int threads,
                               ttp_file_callback callback, void* user, ttp_bulk_stats* stats);
+
+/* Asks a running ttp_classify_files or ttp_classify_paths on p to stop: it submits no new
+   batch, finishes the batches in flight, reports every file whose turn has come (so the rows
+   reported are the first N files, in order) and returns TTP_ERR_CANCELLED; stats->files -
+   stats->classified - stats->failed files were not done. Async-signal-safe (one atomic store):
+   meant for a signal handler or another thread. A request lasts until the call it stopped
+   returns; one made while no call runs stops the next one before its first batch. */
+void ttp_cancel(ttp_pipeline* p);
 
 /* ttp_classify_files over what ttp_list_files(paths, count, list_options) would list (NULL
    list_options: the defaults), walking directories on a thread of its own while the files

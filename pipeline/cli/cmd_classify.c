@@ -2,6 +2,7 @@
    order (sorted paths within each directory, the given order otherwise). A file that cannot be
    read or decoded is an error row; every other file goes on. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -113,6 +114,45 @@ static void summary(const ttp_bulk_stats* s) {
           s->waiting_seconds, s->callback_seconds);
 }
 
+/* SIGINT, SIGTERM and SIGHUP while the files are classified: the first asks the pipeline to
+   stop after the batches in flight (ttp_cancel: async-signal-safe) and puts the signal back to
+   its default (SA_RESETHAND), so that a second one ends the process at once. The rows of the files done are
+   written whole, the summary says what was not done, and the exit status is 128 + the signal. */
+static ttp_pipeline* volatile cancel_target;
+static volatile sig_atomic_t caught_signal;
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+enum { STOP_SIGNALS = sizeof stop_signals / sizeof stop_signals[0] };
+
+static void on_stop_signal(int sig) {
+  if (!caught_signal) caught_signal = sig;
+  ttp_pipeline* p = cancel_target;
+  if (p) ttp_cancel(p);
+}
+
+/* Installs the handler (p) or puts back what was there before (NULL). A signal ignored when
+   the command started stays ignored (nohup's SIGHUP, a background job's SIGINT). */
+static void catch_stop_signals(ttp_pipeline* p) {
+  static struct sigaction before[STOP_SIGNALS];
+  cancel_target = p;
+  for (int i = 0; i < STOP_SIGNALS; i++) {
+    if (!p) {
+      sigaction(stop_signals[i], &before[i], NULL);
+      continue;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(stop_signals[i], NULL, &before[i]);
+    if (before[i].sa_handler != SIG_IGN) sigaction(stop_signals[i], &sa, NULL);
+  }
+}
+
+static const char* signal_name(int sig) {
+  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+}
+
 static int run_classify(const cli_args* a) {
   static const char* const formats[] = {"csv", "jsonl", NULL};
   int format = 0, rc;
@@ -148,13 +188,27 @@ static int run_classify(const cli_args* a) {
   int quiet = cli_flag(a, "quiet");
   if (rc == CLI_EXIT_OK) {
     progress pr = {writer, list.count, 0, 0, isatty(2) && !quiet, 0, cli_now(), 0};
+    caught_signal = 0;
+    catch_stop_signals(p);
     /* Directories alone: walked while their first files are classified. */
     ttp_status s = cli_get(a, "files-from")
         ? ttp_classify_files(p, (const char* const*)list.paths, list.count, &io, (int)threads,
                              on_file, &pr, &stats)
         : ttp_classify_paths(p, (const char* const*)a->positional, (size_t)a->positional_count,
                              &lo, &io, (int)threads, on_file, &pr, &stats);
-    if (s != TTP_OK) rc = cli_fail("%s", ttp_last_error(p));
+    catch_stop_signals(NULL);
+    if (s == TTP_ERR_CANCELLED && caught_signal) {
+      if (pr.show) fprintf(stderr, "\n");
+      pr.show = 0;
+      fprintf(stderr,
+              "ttapipe: interrupted by %s: %zu of %zu files done (%zu classified, %zu failed), "
+              "%zu not done\n",
+              signal_name(caught_signal), stats.classified + stats.failed, stats.files,
+              stats.classified, stats.failed, stats.files - stats.classified - stats.failed);
+      rc = 128 + caught_signal;
+    } else if (s != TTP_OK) {
+      rc = cli_fail("%s", ttp_last_error(p));
+    }
     if (pr.show) fprintf(stderr, "\n");
     if (ttp_writer_close(writer) != TTP_OK || pr.write_failed)
       rc = cli_fail("%s: writing the results failed", output ? output : "standard output");
@@ -164,6 +218,7 @@ static int run_classify(const cli_args* a) {
   if (out != stdout && out && fclose(out) != 0 && rc == CLI_EXIT_OK)
     rc = cli_fail("%s: writing the results failed: %s", output, strerror(errno));
   if (rc == CLI_EXIT_OK && !quiet) summary(&stats);
+  if (caught_signal && rc == 128 + caught_signal && !quiet) summary(&stats);
   if (rc == CLI_EXIT_OK && stats.failed) rc = CLI_EXIT_SOME_FAILED;
   ttp_close(p);
   ttp_file_list_free(&list);
@@ -178,7 +233,9 @@ const cli_command cli_classify = {
                "otherwise. CSV columns: path,status,class,label,probability (+ top-k, + spread and\n"
                "probabilities with --probs); status is 'ok' or that file's error, and the other\n"
                "files go on. --threads sets the decoding threads too (default: one per core).\n"
-               "Exit status: 0 all classified, 1 fatal error, 2 usage error, 3 some files failed.",
+               "Exit status: 0 all classified, 1 fatal error, 2 usage error, 3 some files failed;\n"
+               "SIGINT, SIGTERM or SIGHUP stop it after the batches in flight, the rows of the\n"
+               "files done written whole, with 130, 143 or 129 (a second signal ends it at once).",
     .options = classify_options,
     .max_positional = -1,
     .run = run_classify,
