@@ -6,7 +6,7 @@
 
    Checks: cli_parse returns -1 (parsed), 0 (--help) or 2 (a usage error); each read returns 0 or
    2; what parsed as given names only the subcommand's options and at most its positional
-   arguments. Usage errors and --help print to stderr and stdout, as the command does. */
+   arguments. What the parser prints (usage errors, --help) goes to /dev/null. */
 #include <string.h>
 
 #include "fuzz.h"
@@ -29,9 +29,16 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (char* p = text; p < text + size - 1 && argc <= MAX_ARGS; p += strlen(p) + 1) argv[argc++] = p;
   argv[argc] = NULL;
 
+  /* The usage errors and --help go to /dev/null (glibc's stdout and stderr are assignable; the
+     sanitizers and the assertions below keep the real ones). */
+  static FILE* quiet;
+  if (!quiet) quiet = fopen("/dev/null", "w");
+  FILE *real_out = stdout, *real_err = stderr;
+  if (quiet) stdout = stderr = quiet;
   cli_args a;
   memset(&a, 0, sizeof a);
   int r = cli_parse(cmd, argc, argv, &a);
+  stdout = real_out, stderr = real_err;
   FUZZ_ASSERT(r == -1 || r == 0 || r == CLI_EXIT_USAGE, "cli_parse returned %d", r);
   if (r == -1) {
     FUZZ_ASSERT(cmd->max_positional < 0 || a.positional_count <= cmd->max_positional,
@@ -47,9 +54,11 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       uint64_t u;
       float f, lo, hi;
       int index = -1;
+      if (quiet) stdout = stderr = quiet;
       int rc[5] = {cli_get_long(&a, o->name, -1000000, 1000000, &l), cli_get_u64(&a, o->name, &u),
                    cli_get_float(&a, o->name, &f), cli_get_float_pair(&a, o->name, &lo, &hi),
                    cli_get_choice(&a, o->name, choices, &index)};
+      stdout = real_out, stderr = real_err;
       for (int k = 0; k < 5; k++)
         FUZZ_ASSERT(rc[k] == 0 || rc[k] == CLI_EXIT_USAGE, "a read of --%s returned %d", o->name,
                     rc[k]);
