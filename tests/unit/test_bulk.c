@@ -2,7 +2,9 @@
    the sanitized build) mixing good images of several formats and sizes with bad files: the
    callback sees every file once, in order; a good file's result and probabilities equal
    ttp_load_image + ttp_classify of that file alone, bit for bit; a bad file gets its error; one
-   decoding thread or seven give the same; the stats count right. */
+   decoding thread or seven give the same; the stats count right; ttp_cancel, before a call and
+   during one (from the callback, as a signal handler would), stops it with the files reported
+   a prefix of a whole run's. */
 #include <string.h>
 
 #include "tests/common/check.h"
@@ -19,6 +21,9 @@ typedef struct seen {
   char first_error[TTP_ERROR_SIZE];
 } seen;
 
+static ttp_pipeline* cancel_p;   /* on_file_then_cancel: the pipeline to stop */
+static size_t cancel_at;          /* ... after this file is reported */
+
 static void on_file(void* user, size_t index, const char* path, const ttp_result* r,
                     const float* probs, const char* error) {
   seen* s = user;
@@ -33,6 +38,13 @@ static void on_file(void* user, size_t index, const char* path, const ttp_result
     s->results[index] = *r;
     memcpy(s->probs[index], probs, sizeof s->probs[index]);
   }
+}
+
+/* on_file, and a cancel request (as a signal handler would make) once file cancel_at is in. */
+static void on_file_then_cancel(void* user, size_t index, const char* path, const ttp_result* r,
+                                const float* probs, const char* error) {
+  on_file(user, index, path, r, probs, error);
+  if (index == cancel_at) ttp_cancel(cancel_p);
 }
 
 int main(void) {
@@ -106,6 +118,30 @@ int main(void) {
     CHECK(memcmp(&r, &one.results[i], sizeof r) == 0 && memcmp(probs, one.probs[i], sizeof probs) == 0,
           "file %d alone differs from its bulk result", i);
   }
+  /* ttp_cancel: asked before the call, it stops it before its first batch, and lasts one call;
+     asked during the call, it returns TTP_ERR_CANCELLED with the files reported a prefix of a
+     whole run's (how many depends on the batches already in flight: all of them, at times). */
+  static seen before, after, stopped;
+  ttp_bulk_stats cs = {.struct_size = sizeof cs};
+  ttp_cancel(p);
+  CHECK(ttp_classify_files(p, (const char* const*)paths, FILES, &io, 2, on_file, &before, &cs) ==
+            TTP_ERR_CANCELLED && before.calls == 0 && cs.classified + cs.failed == 0 &&
+            strstr(ttp_last_error(p), "cancelled"),
+        "a cancel before the call: %zu files reported, \"%s\"", before.calls, ttp_last_error(p));
+  CHECK(ttp_classify_files(p, (const char* const*)paths, 5, &io, 2, on_file, &after, NULL) ==
+            TTP_OK && after.calls == 5, "the call after a cancelled one: %s", ttp_last_error(p));
+  cancel_p = p, cancel_at = 17;
+  CHECK(ttp_classify_files(p, (const char* const*)paths, FILES, &io, 2, on_file_then_cancel,
+                           &stopped, &cs) == TTP_ERR_CANCELLED,
+        "a cancel during the call: %s", ttp_last_error(p));
+  CHECK(stopped.calls > cancel_at && stopped.calls <= FILES &&
+            cs.classified + cs.failed == stopped.calls && cs.files == FILES,
+        "cancelled: %zu files reported, stats %zu + %zu of %zu", stopped.calls, cs.classified,
+        cs.failed, cs.files);
+  CHECK(memcmp(stopped.results, one.results, stopped.calls * sizeof *one.results) == 0 &&
+            memcmp(stopped.failed, one.failed, stopped.calls * sizeof *one.failed) == 0,
+        "the files reported before the cancel differ from a whole run's");
+
   static seen none;
   CHECK(ttp_classify_files(p, NULL, 0, NULL, 0, on_file, &none, NULL) == TTP_OK && none.calls == 0,
         "no files");
