@@ -11,6 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=600
+# The targets of ttapipe's own readers write a file each execution: in memory, not on disk, they
+# run at full speed (fuzz_idx: 4,400 executions a second on /dev/shm, half the CPU's time idle on
+# a disk's /tmp).
+[ -n "${TMPDIR:-}" ] || { [ -d /dev/shm ] && [ -w /dev/shm ] && export TMPDIR=/dev/shm; }
 if [ "${1:-}" = --seconds ]; then seconds=$2; shift 2; fi
 CC=clang bash .ci/build build-fuzz -DCMAKE_C_COMPILER=clang -DTTAPIPE_CUDA=OFF \
   -DTTAPIPE_SANITIZE=ON -DTTAPIPE_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug
