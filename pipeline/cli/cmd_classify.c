@@ -217,8 +217,8 @@ static int run_classify(const cli_args* a) {
   ttp_writer_close(writer);
   if (out != stdout && out && fclose(out) != 0 && rc == CLI_EXIT_OK)
     rc = cli_fail("%s: writing the results failed: %s", output, strerror(errno));
-  if (rc == CLI_EXIT_OK && !quiet) summary(&stats);
-  if (caught_signal && rc == 128 + caught_signal && !quiet) summary(&stats);
+  const int stopped = caught_signal && rc == 128 + caught_signal; /* the files done: a summary too */
+  if ((rc == CLI_EXIT_OK || stopped) && !quiet) summary(&stats);
   if (rc == CLI_EXIT_OK && stats.failed) rc = CLI_EXIT_SOME_FAILED;
   ttp_close(p);
   ttp_file_list_free(&list);

@@ -35,16 +35,7 @@
 
 #include "pipeline/fused/fused_device.cuh"
 #include "pipeline/fused/fused_kernels.h"
-// check.h is a C header; the standard headers it includes are already in, outside extern "C".
-extern "C" {
-#include "tests/common/check.h"
-}
-
-#define CUDA(call)                                                                     \
-  do {                                                                                 \
-    const cudaError_t err_ = (call);                                                   \
-    CHECK(err_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(err_));             \
-  } while (0)
+#include "tests/common/check_cuda.h"
 
 namespace {
 
@@ -196,7 +187,7 @@ struct lab {
 template <class T>
 T* device_alloc(size_t bytes) {
   void* p = nullptr;
-  CUDA(cudaMalloc(&p, bytes));
+  CHECK_CUDA(cudaMalloc(&p, bytes));
   return static_cast<T*>(p);
 }
 
@@ -225,13 +216,14 @@ void lab_open(lab& l, const fused_shape& s, int rows, test_rng* rng, cudaStream_
   l.w2_d = device_alloc<float>(w_count * sizeof(float));
   l.w2t = device_alloc<float>(w2t.size() * sizeof(float));
   l.b2_d = device_alloc<float>(s.k2 * sizeof(float));
-  CUDA(cudaMemcpy(l.act1_f, l.act1.data(), l.act1.size() * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA(cudaMemcpy(l.w2_d, l.w2.data(), w_count * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA(cudaMemcpy(l.w2t, w2t.data(), w2t.size() * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA(cudaMemcpy(l.b2_d, l.b2.data(), s.k2 * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(l.act1_f, l.act1.data(), l.act1.size() * sizeof(float),
+                        cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(l.w2_d, l.w2.data(), w_count * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(l.w2t, w2t.data(), w2t.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(l.b2_d, l.b2.data(), s.k2 * sizeof(float), cudaMemcpyHostToDevice));
   // fc1's weights only because fused_pack_weights packs both layers: zeros will do.
   l.w3t = device_alloc<float>((size_t)s.fc_in * s.fc_out * sizeof(float));
-  CUDA(cudaMemset(l.w3t, 0, (size_t)s.fc_in * s.fc_out * sizeof(float)));
+  CHECK_CUDA(cudaMemset(l.w3t, 0, (size_t)s.fc_in * s.fc_out * sizeof(float)));
   l.packed = device_alloc<void>(fused_packed_bytes(&l.s[1]));
   l.w[0] = fused_weights{};
   l.w[0].w2t = l.w2t, l.w[0].b2 = l.b2_d;
@@ -247,15 +239,15 @@ void lab_open(lab& l, const fused_shape& s, int rows, test_rng* rng, cudaStream_
   l.chw = device_alloc<float>((size_t)rows * s.fc_in * sizeof(float));
   for (int half = 0; half < 2; half++)
     CHECK(fused_kernels_prepare(&l.s[half], &e) == TTP_OK, "%s", e.message);
-  CUDA(cudaFuncSetAttribute(stage2_scalar_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CHECK_CUDA(cudaFuncSetAttribute(stage2_scalar_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)stage2_scalar_shared(s)));
-  CUDA(cudaStreamSynchronize(stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
 }
 
 void lab_close(lab& l) {
   for (void* p : {(void*)l.act1_f, (void*)l.w2_d, (void*)l.w2t, (void*)l.b2_d, (void*)l.w3t,
                   (void*)l.act2_f, (void*)l.chw, l.act1_h, l.packed, l.act2_h})
-    CUDA(cudaFree(p));
+    CHECK_CUDA(cudaFree(p));
 }
 
 // ---- the variants --------------------------------------------------------------------------
@@ -291,16 +283,17 @@ void* output_of(const lab& l, const variant& v) { return l.s[v.slot].half ? l.ac
 std::vector<float> run_once(const variant& v, const lab& l, cudaStream_t stream) {
   ttp_err e = {};
   const size_t values = (size_t)l.rows * l.s[0].fc_in;
-  CUDA(cudaMemsetAsync(output_of(l, v), 0xff, l.rows * fused_act_bytes(&l.s[v.slot], 2), stream));
-  CUDA(cudaMemsetAsync(l.chw, 0xff, values * sizeof(float), stream));
+  CHECK_CUDA(cudaMemsetAsync(output_of(l, v), 0xff, l.rows * fused_act_bytes(&l.s[v.slot], 2),
+                             stream));
+  CHECK_CUDA(cudaMemsetAsync(l.chw, 0xff, values * sizeof(float), stream));
   CHECK(v.launch(l, v.slot, stream, &e) == TTP_OK, "%s: %s", v.name, e.message);
   if (l.s[v.slot].half)
     CHECK(fused_act_convert(&l.s[1], 2, l.rows, 0, l.chw, l.act2_h, stream, &e) == TTP_OK, "%s",
           e.message);
   std::vector<float> got(values);
-  CUDA(cudaMemcpyAsync(got.data(), l.s[v.slot].half ? l.chw : l.act2_f, values * sizeof(float),
-                       cudaMemcpyDeviceToHost, stream));
-  CUDA(cudaStreamSynchronize(stream));
+  CHECK_CUDA(cudaMemcpyAsync(got.data(), l.s[v.slot].half ? l.chw : l.act2_f,
+                             values * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
   return got;
 }
 
@@ -335,25 +328,26 @@ void time_variant(const variant& v, const lab& l, int runs, cudaStream_t stream,
                   double* least) {
   ttp_err e = {};
   cudaEvent_t start, stop;
-  CUDA(cudaEventCreate(&start));
-  CUDA(cudaEventCreate(&stop));
-  CUDA(cudaMemsetAsync(output_of(l, v), 0xff, l.rows * fused_act_bytes(&l.s[v.slot], 2), stream));
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  CHECK_CUDA(cudaMemsetAsync(output_of(l, v), 0xff, l.rows * fused_act_bytes(&l.s[v.slot], 2),
+                             stream));
   for (int i = 0; i < kWarmup; i++)
     CHECK(v.launch(l, v.slot, stream, &e) == TTP_OK, "%s: %s", v.name, e.message);
   std::vector<double> ms(runs);
   for (int i = 0; i < runs; i++) {
-    CUDA(cudaEventRecord(start, stream));
+    CHECK_CUDA(cudaEventRecord(start, stream));
     CHECK(v.launch(l, v.slot, stream, &e) == TTP_OK, "%s: %s", v.name, e.message);
-    CUDA(cudaEventRecord(stop, stream));
-    CUDA(cudaEventSynchronize(stop));
+    CHECK_CUDA(cudaEventRecord(stop, stream));
+    CHECK_CUDA(cudaEventSynchronize(stop));
     float t = 0;
-    CUDA(cudaEventElapsedTime(&t, start, stop));
+    CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
     ms[i] = t;
   }
   *least = *std::min_element(ms.begin(), ms.end());
   *median = test_quantile(ms.data(), runs, 0.5);
-  CUDA(cudaEventDestroy(start));
-  CUDA(cudaEventDestroy(stop));
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
 }
 
 // ---- shapes ------------------------------------------------------------------------------------
@@ -411,11 +405,11 @@ int main(int argc, char** argv) {
     return TEST_SKIP;
   }
   cudaDeviceProp prop;
-  CUDA(cudaGetDeviceProperties(&prop, 0));
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   int sms = 0;
-  CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   cudaStream_t stream;
-  CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   test_rng rng = {20261124};
 
   // 37 rows take the shipped fp32 kernel's one-channel-a-warp path (too few blocks to fill the
@@ -455,6 +449,6 @@ int main(int argc, char** argv) {
            median / napkin);
   }
   lab_close(l);
-  CUDA(cudaStreamDestroy(stream));
+  CHECK_CUDA(cudaStreamDestroy(stream));
   return 0;
 }

@@ -32,14 +32,8 @@
 
 extern "C" {
 #include "pipeline/clock.h"
-#include "tests/common/check.h"
 }
-
-#define CUDA(call)                                                                     \
-  do {                                                                                 \
-    const cudaError_t err_ = (call);                                                   \
-    CHECK(err_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(err_));             \
-  } while (0)
+#include "tests/common/check_cuda.h"
 
 namespace {
 
@@ -77,23 +71,23 @@ struct buffers {
 cudaGraphExec_t make_graph(kind k, const buffers& b, cudaStream_t stream) {
   cudaGraph_t graph;
   if (k == EMPTY) {
-    CUDA(cudaGraphCreate(&graph, 0));
+    CHECK_CUDA(cudaGraphCreate(&graph, 0));
   } else {
-    CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     if (k == KERNEL) empty_kernel<<<1, 64, 0, stream>>>();
     if (k == COPY_KERNEL_COPY || k == COPY_KERNEL_MAP)
-      CUDA(cudaMemcpyAsync(b.dev_in, b.host_in, kPixels, cudaMemcpyHostToDevice, stream));
+      CHECK_CUDA(cudaMemcpyAsync(b.dev_in, b.host_in, kPixels, cudaMemcpyHostToDevice, stream));
     const uint8_t* in = k == MAP_KERNEL_MAP ? b.mapped_in_dev : b.dev_in;
     float* out = k == COPY_KERNEL_COPY ? b.dev_out : b.mapped_out_dev;
     if (k != KERNEL) record_kernel<<<1, 64, 0, stream>>>(in, out, 0);
     if (k == COPY_KERNEL_COPY)
-      CUDA(cudaMemcpyAsync(b.host_out, b.dev_out, kRecord * sizeof(float), cudaMemcpyDeviceToHost,
-                           stream));
-    CUDA(cudaStreamEndCapture(stream, &graph));
+      CHECK_CUDA(cudaMemcpyAsync(b.host_out, b.dev_out, kRecord * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream));
+    CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
   }
   cudaGraphExec_t exec;
-  CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  CUDA(cudaGraphDestroy(graph));
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK_CUDA(cudaGraphDestroy(graph));
   return exec;
 }
 
@@ -106,7 +100,7 @@ percentiles run_variant(kind k, const buffers& b, cudaStream_t stream, bool poll
                         int calls) {
   cudaGraphExec_t exec = make_graph(k, b, stream);
   cudaEvent_t done;
-  CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   std::vector<double> us;
   us.reserve(calls);
   const bool has_record = k >= COPY_KERNEL_COPY;
@@ -119,17 +113,17 @@ percentiles run_variant(kind k, const buffers& b, cudaStream_t stream, bool poll
       reinterpret_cast<volatile unsigned*>(b.host_out)[kRecord - 1] = 0xffffffffu;
     }
     const double start = clock_seconds();
-    CUDA(cudaGraphLaunch(exec, stream));
+    CHECK_CUDA(cudaGraphLaunch(exec, stream));
     if (poll && (k == COPY_KERNEL_MAP || k == MAP_KERNEL_MAP)) {
       // The kernel writes sequence 0 last; the poison is 0xffffffff.
       while (reinterpret_cast<volatile unsigned*>(b.host_out)[kRecord - 1] != 0u) {
       }
     } else if (poll) {
-      CUDA(cudaEventRecord(done, stream));
+      CHECK_CUDA(cudaEventRecord(done, stream));
       while (cudaEventQuery(done) == cudaErrorNotReady) {
       }
     } else {
-      CUDA(cudaStreamSynchronize(stream));
+      CHECK_CUDA(cudaStreamSynchronize(stream));
     }
     const double took = clock_seconds() - start;
     if (i >= warmup) us.push_back(took * 1e6);
@@ -140,9 +134,9 @@ percentiles run_variant(kind k, const buffers& b, cudaStream_t stream, bool poll
               (double)b.host_out[j], want + j);
   }
   // Polling on the record returns before the graph is done: let it finish before the next graph.
-  CUDA(cudaStreamSynchronize(stream));
-  CUDA(cudaEventDestroy(done));
-  CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  CHECK_CUDA(cudaEventDestroy(done));
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
   std::sort(us.begin(), us.end());
   auto at = [&](double q) { return us[std::min(us.size() - 1, (size_t)(q * us.size()))]; };
   return {at(0.5), at(0.99), at(0.999)};
@@ -174,18 +168,18 @@ int main(int argc, char** argv) {
     printf("bench_floor: no GPU, skipped\n");
     return 77;
   }
-  CUDA(cudaSetDeviceFlags(flag | cudaDeviceMapHost));
+  CHECK_CUDA(cudaSetDeviceFlags(flag | cudaDeviceMapHost));
   cudaDeviceProp prop;
-  CUDA(cudaGetDeviceProperties(&prop, 0));
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   cudaStream_t stream;
-  CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   buffers b = {};
-  CUDA(cudaHostAlloc(&b.host_in, kPixels, cudaHostAllocMapped));
-  CUDA(cudaHostAlloc(&b.host_out, kRecord * sizeof(float), cudaHostAllocMapped));
-  CUDA(cudaHostGetDevicePointer(&b.mapped_in_dev, b.host_in, 0));
-  CUDA(cudaHostGetDevicePointer(&b.mapped_out_dev, b.host_out, 0));
-  CUDA(cudaMalloc(&b.dev_in, kPixels));
-  CUDA(cudaMalloc(&b.dev_out, kRecord * sizeof(float)));
+  CHECK_CUDA(cudaHostAlloc(&b.host_in, kPixels, cudaHostAllocMapped));
+  CHECK_CUDA(cudaHostAlloc(&b.host_out, kRecord * sizeof(float), cudaHostAllocMapped));
+  CHECK_CUDA(cudaHostGetDevicePointer(&b.mapped_in_dev, b.host_in, 0));
+  CHECK_CUDA(cudaHostGetDevicePointer(&b.mapped_out_dev, b.host_out, 0));
+  CHECK_CUDA(cudaMalloc(&b.dev_in, kPixels));
+  CHECK_CUDA(cudaMalloc(&b.dev_out, kRecord * sizeof(float)));
 
   if (!validate)
     printf("| %s, wait %s, flags %s, %d calls | p50 us | p99 us | p99.9 us |\n| --- | --- | --- | --- |\n",
@@ -196,10 +190,10 @@ int main(int argc, char** argv) {
     if (!validate) printf("| %s | %.1f | %.1f | %.1f |\n", kNames[k], p.p50, p.p99, p.p999);
   }
   if (validate) printf("bench_floor: every variant's records checked\n");
-  CUDA(cudaFreeHost(b.host_in));
-  CUDA(cudaFreeHost(b.host_out));
-  CUDA(cudaFree(b.dev_in));
-  CUDA(cudaFree(b.dev_out));
-  CUDA(cudaStreamDestroy(stream));
+  CHECK_CUDA(cudaFreeHost(b.host_in));
+  CHECK_CUDA(cudaFreeHost(b.host_out));
+  CHECK_CUDA(cudaFree(b.dev_in));
+  CHECK_CUDA(cudaFree(b.dev_out));
+  CHECK_CUDA(cudaStreamDestroy(stream));
   return 0;
 }

@@ -22,17 +22,11 @@
 #include "pipeline/clock.h"
 #include "pipeline/cudnn/cudnn_engine.h"
 #include "pipeline/cudnn/cudnn_kernels.h"
-#include "tests/common/check.h"
-
-#define CUDA_CHECK(call)                                                                     \
-  do {                                                                                       \
-    cudaError_t err_ = (call);                                                               \
-    CHECK(err_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(err_));                   \
-  } while (0)
+#include "tests/common/check_cuda.h"
 
 static void* fresh(size_t bytes) {
   void* p = NULL;
-  CUDA_CHECK(cudaMalloc(&p, bytes));
+  CHECK_CUDA(cudaMalloc(&p, bytes));
   return p;
 }
 
@@ -45,33 +39,33 @@ static void naive_image(cudnn_net* g, const uint8_t* image, unsigned char* recor
   ttp_err e = {0};
   void* dev_image = fresh(pixels);
   void* in = fresh(rows * pixels * g->ctx.elem);
-  CUDA_CHECK(cudaMemcpy(dev_image, image, pixels, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(dev_image, image, pixels, cudaMemcpyHostToDevice));
   CHECK(aug_launch(&g->cfg.spec, dev_image, 1, m->input.h, m->input.w,
                    g->ctx.half ? AUG_OUT_HALF : AUG_OUT_FLOAT, in, st, &e) == TTP_OK, "%s",
         e.message);
-  CUDA_CHECK(cudaStreamSynchronize(st));
+  CHECK_CUDA(cudaStreamSynchronize(st));
   for (int i = 0; i < m->layer_count; i++) {
     if (g->layers[i].skip) continue;
     void* out = fresh(rows * model_shape_size(m->layers[i].out) * g->ctx.elem);
     CHECK(gpu_layer_enqueue(&g->ctx, &g->layers[i], 0, in, out, &e) == TTP_OK, "%s", e.message);
-    CUDA_CHECK(cudaStreamSynchronize(st));
-    CUDA_CHECK(cudaFree(in));
+    CHECK_CUDA(cudaStreamSynchronize(st));
+    CHECK_CUDA(cudaFree(in));
     in = out;
   }
   if (g->ctx.half) {
     void* out = fresh(rows * m->classes * sizeof(float));
     CHECK(gpu_to_float(in, out, rows * m->classes, st, &e) == TTP_OK, "%s", e.message);
-    CUDA_CHECK(cudaFree(in));
+    CHECK_CUDA(cudaFree(in));
     in = out;
   }
   void* dev_record = fresh(record_size);
   CHECK(aug_merge_launch(g->cfg.merge, in, 1, g->cfg.spec.copies, m->classes, dev_record, st,
                          &e) == TTP_OK, "%s", e.message);
-  CUDA_CHECK(cudaStreamSynchronize(st));
-  CUDA_CHECK(cudaMemcpy(record, dev_record, record_size, cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaFree(dev_image));
-  CUDA_CHECK(cudaFree(in));
-  CUDA_CHECK(cudaFree(dev_record));
+  CHECK_CUDA(cudaStreamSynchronize(st));
+  CHECK_CUDA(cudaMemcpy(record, dev_record, record_size, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaFree(dev_image));
+  CHECK_CUDA(cudaFree(in));
+  CHECK_CUDA(cudaFree(dev_record));
 }
 
 static const char* arg(int argc, char** argv, const char* name, const char* fallback) {
@@ -91,7 +85,7 @@ int main(int argc, char** argv) {
   const char* json = arg(argc, argv, "--json", NULL);
   int count;
   CHECK(cudaGetDeviceCount(&count) == cudaSuccess && count > device, "no CUDA device %d", device);
-  CUDA_CHECK(cudaSetDevice(device));
+  CHECK_CUDA(cudaSetDevice(device));
 
   ttp_err e = {0};
   model* m = NULL;
@@ -104,12 +98,12 @@ int main(int argc, char** argv) {
   CHECK(aug_spec_from(&tta, &c.spec, &c.merge, &e) == TTP_OK, "%s", e.message);
   gpu_buckets one = {1, {1}};
   cudaStream_t stream;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   void* state = NULL;
   CHECK(cudnn_network.plan(m, &c, &one, stream, &state, &e) == TTP_OK, "%s", e.message);
   cudnn_net* g = state;
   struct cudaDeviceProp prop;
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
 
   enum { POOL = 4096 };
   uint8_t* images = malloc((size_t)POOL * 784);
@@ -173,7 +167,7 @@ int main(int argc, char** argv) {
     CHECK(fclose(out) == 0, "writing %s failed", json);
   }
   cudnn_network.destroy(state);
-  CUDA_CHECK(cudaStreamDestroy(stream));
+  CHECK_CUDA(cudaStreamDestroy(stream));
   model_free(m);
   free(images);
   return 0;

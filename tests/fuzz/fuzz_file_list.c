@@ -27,9 +27,10 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t expected = 0, start = 0;
   int has_nul = 0;
   while (start < n) {
-    const uint8_t* end = memchr(list_bytes + start, separator, n - start);
-    size_t len = end ? (size_t)(end - (list_bytes + start)) : n - start;
     const uint8_t* piece = list_bytes + start;
+    const uint8_t* end = memchr(piece, separator, n - start);
+    const size_t whole = end ? (size_t)(end - piece) : n - start; /* before the separator */
+    size_t len = whole;
     if (!nul && len > 0 && piece[len - 1] == '\r') len--;
     if (!nul && memchr(piece, '\0', len)) {
       has_nul = 1;
@@ -44,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       expected++;
     }
-    start += (end ? (size_t)(end - (list_bytes + start)) + 1 : n - start);
+    start += whole + (end != NULL);
   }
   if (has_nul) {
     FUZZ_ASSERT(s == TTP_ERR_FORMAT, "a line with a NUL byte read with status %d", (int)s);
