@@ -10,13 +10,21 @@
      graphs   one CUDA Graph per (slot, bucket), captured from the network's enqueue
               (graph.h), or eager launches with the reason;
      timing   CUDA events around each batch's copies and compute, when profiling;
-     device mode  ttp_bench_device: a batch replayed with its input already on the GPU.
+     device mode  ttp_bench_device: a batch replayed with its input already on the GPU (the
+              latency path's graphs copy their input in from pinned memory: that copy counts).
 
    It serves the streaming core (pipeline/stream.h). Submitting slot s: on its copy stream, the
    copy in; the compute stream waits for it and replays the (s, bucket) graph; the copy stream
    waits for that and copies the records out. Collecting slot s waits for its last event, the
    only wait the host makes. So while batch i computes, batch i+1 is copied in and batch i-1
-   out, whoever submits them. */
+   out, whoever submits them.
+
+   The latency path: buckets up to the network's direct_max (small batches, where every node,
+   copy and event between streams costs more than the work) run as one graph on the compute
+   stream alone: the copy in, then the network, which writes the records straight into the
+   slot's pinned host output (mapped); no copy out, no events between streams. The measured
+   floor (tests/bench/floor.cu, BENCHMARKS.md) chose this shape: a copy node out costs ~8 us
+   more, a kernel reading its input from mapped memory ~12 us more. */
 #ifndef TTP_GRAPH_RUNNER_H
 #define TTP_GRAPH_RUNNER_H
 
@@ -47,6 +55,9 @@ typedef struct gpu_network_ops {
      only: no allocation, no synchronisation, no host read of device data (it is captured). */
   ttp_status (*enqueue)(void* net, int bucket, const uint8_t* dev_in, void* dev_out,
                         cudaStream_t stream, ttp_err* e);
+  /* The largest bucket whose enqueue may write its records straight into pinned host memory
+     (dev_out is then the slot's mapped host output; 0: none): the runner's latency path. */
+  int direct_max;
   const char* (*precision)(void* net); /* a phrase: "fp32 (FMA, no TF32)" */
   const char* (*details)(void* net);   /* per layer: "conv1: implicit GEMM ...; ..." or "" */
   void (*destroy)(void* net);          /* the device current; accepts NULL */

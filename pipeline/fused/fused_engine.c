@@ -148,6 +148,12 @@ int fused_supports_model(const model* m, const engine_config* c, char* why, size
 
 /* ---- the network ---------------------------------------------------------------------------------- */
 
+/* Batches up to this many images run in one launch (fused_small), larger ones in the stages'
+   launches: where each was faster on the H100 (GPU time of the pass, bench_small_trace,
+   BENCHMARKS.md; fp32 57.8 against 62.3 us at 1 image, 78.2 against 65.9 at 8; fp16 47.6
+   against 64.7 at 1, 51.3 against 66.2 at 8, 102.1 against 77.7 at 64). */
+static int one_launch_most(const fused_shape* s) { return s->half ? 8 : 1; }
+
 typedef struct fused_net {
   fused_shape s;
   engine_config cfg;
@@ -158,7 +164,8 @@ typedef struct fused_net {
   fused_weights w;
   void *act1, *act2;
   float* hidden; /* fc1's outputs between its GEMM and the rest of stage 3 */
-  char details[384];
+  unsigned long long* sync; /* FUSED_SMALL_SYNC counters per bucket (the small batches' kernel) */
+  char details[480];
 } fused_net;
 
 /* The model's layers in the order shape_of read them: conv1, conv2, fc1, fc2. */
@@ -235,6 +242,7 @@ static void fused_destroy(void* state) {
   cudaFree(g->act1);
   cudaFree(g->act2);
   cudaFree(g->hidden);
+  cudaFree(g->sync);
   free(g);
 }
 
@@ -262,6 +270,9 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
     err = cudaMalloc(&g->act2, rows * fused_act_bytes(&g->s, 2));
   if (st == TTP_OK && err == cudaSuccess)
     err = cudaMalloc((void**)&g->hidden, rows * fused_hidden_bytes(&g->s));
+  const size_t sync = sizeof *g->sync * FUSED_SMALL_SYNC * GPU_MAX_BUCKETS;
+  if (st == TTP_OK && err == cudaSuccess) err = cudaMalloc((void**)&g->sync, sync);
+  if (st == TTP_OK && err == cudaSuccess) err = cudaMemset(g->sync, 0, sync);
   if (st == TTP_OK && err != cudaSuccess)
     st = ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,
              "fused engine activations (%zu rows): %s", rows, cudaGetErrorString(err));
@@ -273,12 +284,12 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
   snprintf(g->details, sizeof g->details,
            "stage 1: augment + conv1 + pool (an image a block); stage 2: conv2 + pool, %s%d "
            "copies a block; stage 3: fc1 (%s) + %sfc2 + softmax + merge (up to %d images a "
-           "block); small batches spread over more blocks",
+           "block); batches of up to %d images in one launch",
            half ? "mma.sync, " : "register-tiled where the batch fills the GPU, else ",
            fused_stage2_copies(&g->s),
            half ? "a GEMM of its own, mma.sync"
                 : "a GEMM of its own where the batch fills the GPU, else 32 outputs a block",
-           g->s.lrn ? "LRN + " : "", fused_stage3_images(g->s.copies));
+           g->s.lrn ? "LRN + " : "", fused_stage3_images(g->s.copies), one_launch_most(&g->s));
   *out = g;
   return TTP_OK;
 }
@@ -293,7 +304,12 @@ static ttp_status enqueue_images(fused_net* g, int images, const uint8_t* dev_in
 static ttp_status fused_enqueue(void* state, int bucket, const uint8_t* dev_in, void* dev_out,
                                 cudaStream_t stream, ttp_err* e) {
   fused_net* g = state;
-  return enqueue_images(g, g->buckets.images[bucket], dev_in, dev_out, stream, e);
+  const int images = g->buckets.images[bucket];
+  if (images <= one_launch_most(&g->s))
+    return fused_small(&g->s, &g->cfg.spec, g->cfg.merge, &g->w, dev_in, images, g->act1, g->act2,
+                       g->hidden, dev_out, g->sync + (size_t)bucket * FUSED_SMALL_SYNC, NULL,
+                       stream, e);
+  return enqueue_images(g, images, dev_in, dev_out, stream, e);
 }
 
 static const char* fused_precision(void* state) {
@@ -308,6 +324,7 @@ const gpu_network_ops fused_network = {
     .name = "fused",
     .plan = fused_plan,
     .enqueue = fused_enqueue,
+    .direct_max = FUSED_SMALL_MAX,
     .precision = fused_precision,
     .details = fused_details,
     .destroy = fused_destroy,
@@ -363,6 +380,67 @@ ttp_status fused_run_stage(const model* m, const engine_config* c, int stage, in
     if (err != cudaSuccess)
       st = ERR(e, TTP_ERR_CUDA, "fused stage %d: %s", stage, cudaGetErrorString(err));
   }
+  cudaFree(d_in);
+  cudaFree(d_out);
+  fused_destroy(g);
+  return st;
+}
+
+/* ---- the whole pass (tests) ------------------------------------------------------------------------ */
+
+ttp_status fused_run_pass(const model* m, const engine_config* c, int images, int small,
+                          const uint8_t* in, void* out, unsigned long long* trace, double* ms,
+                          ttp_err* e) {
+  if (images < 1 || (small && images > FUSED_SMALL_MAX))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "fused_run_pass: %d images", images);
+  gpu_buckets b = {1, {images}};
+  void* state = NULL;
+  TRY(fused_plan(m, c, &b, 0, &state, e));
+  fused_net* g = state;
+  const size_t in_bytes = (size_t)images * g->s.in_h * g->s.in_w;
+  const size_t out_bytes = images * aug_merge_record_size(g->s.classes);
+  const size_t trace_bytes = 4 * sizeof *trace * fused_small_items(&g->s, images, 4);
+  void *d_in = NULL, *d_out = NULL;
+  unsigned long long* d_trace = NULL;
+  ttp_status st = TTP_OK;
+  cudaError_t err = cudaMalloc(&d_in, in_bytes);
+  if (err == cudaSuccess) err = cudaMalloc(&d_out, out_bytes);
+  if (err == cudaSuccess && trace) err = cudaMalloc((void**)&d_trace, trace_bytes);
+  if (err == cudaSuccess) err = cudaMemcpy(d_in, in, in_bytes, cudaMemcpyHostToDevice);
+  if (err != cudaSuccess) st = ERR(e, TTP_ERR_CUDA, "fused_run_pass: %s", cudaGetErrorString(err));
+  /* Three passes one after another, the output poisoned before each: the last one's result
+     shows whether the small kernel's counters carried over from launch to launch; the last one
+     timed. */
+  cudaEvent_t t0 = NULL, t1 = NULL;
+  if (err == cudaSuccess) err = cudaEventCreate(&t0);
+  if (err == cudaSuccess) err = cudaEventCreate(&t1);
+  for (int k = 0; k < 3 && st == TTP_OK; k++) {
+    err = cudaMemset(d_out, 0xff, out_bytes);
+    if (err == cudaSuccess) err = cudaEventRecord(t0, 0);
+    if (err != cudaSuccess) {
+      st = ERR(e, TTP_ERR_CUDA, "fused_run_pass: %s", cudaGetErrorString(err));
+      break;
+    }
+    st = small ? fused_small(&g->s, &g->cfg.spec, g->cfg.merge, &g->w, d_in, images, g->act1,
+                             g->act2, g->hidden, d_out, g->sync, d_trace, 0, e)
+               : enqueue_images(g, images, d_in, d_out, 0, e);
+    if (st == TTP_OK && (err = cudaEventRecord(t1, 0)) != cudaSuccess)
+      st = ERR(e, TTP_ERR_CUDA, "fused_run_pass: %s", cudaGetErrorString(err));
+  }
+  float elapsed = 0;
+  if (st == TTP_OK && ms && (err = cudaEventSynchronize(t1)) == cudaSuccess &&
+      (err = cudaEventElapsedTime(&elapsed, t0, t1)) == cudaSuccess)
+    *ms = elapsed;
+  if (st == TTP_OK && err != cudaSuccess)
+    st = ERR(e, TTP_ERR_CUDA, "fused_run_pass: %s", cudaGetErrorString(err));
+  if (t0) cudaEventDestroy(t0);
+  if (t1) cudaEventDestroy(t1);
+  if (st == TTP_OK) {
+    err = cudaMemcpy(out, d_out, out_bytes, cudaMemcpyDeviceToHost);
+    if (err == cudaSuccess && trace) err = cudaMemcpy(trace, d_trace, trace_bytes, cudaMemcpyDeviceToHost);
+    if (err != cudaSuccess) st = ERR(e, TTP_ERR_CUDA, "fused pass: %s", cudaGetErrorString(err));
+  }
+  cudaFree(d_trace);
   cudaFree(d_in);
   cudaFree(d_out);
   fused_destroy(g);

@@ -98,24 +98,27 @@ struct item_cursor {
   }
 };
 
+// One block's work: image `image`'s share `share` of `shares` (the grid's blockIdx.x, .y and
+// gridDim.y), copies: stage1_shared bytes of shared memory.
 template <bool kHalf>
-__global__ void __launch_bounds__(kThreads)
-    stage1_kernel(fused_shape s, aug_spec spec, const float* __restrict__ w1,
-                  const float* __restrict__ b1, const uint8_t* __restrict__ images,
-                  void* __restrict__ act1) {
+__device__ __forceinline__ void stage1_block(const fused_shape& s, const aug_spec& spec,
+                                             const float* __restrict__ w1,
+                                             const float* __restrict__ b1,
+                                             const uint8_t* __restrict__ images, void* act1,
+                                             int image_index, int share, int shares,
+                                             float* copies) {
   __shared__ float image[FUSED_MAX_INPUT * FUSED_MAX_INPUT];  // the pixels' values, once
   __shared__ aug_params params[FUSED_MAX_COPIES];
   __shared__ __align__(16) float weights[FUSED_MAX_K1 * FUSED_CONV * FUSED_CONV];
-  extern __shared__ float copies[];
   const int pixels = s.in_h * s.in_w;
   const int pitch = s.in_w + 2 * s.pad1, plane = (s.in_h + 2 * s.pad1) * pitch;
   const int kp = fused_k1_pitch(&s);  // the weights come laid out [tap][channel] (upload_weights)
   for (int i = threadIdx.x; i < kp * FUSED_CONV * FUSED_CONV; i += kThreads) weights[i] = w1[i];
   const uint64_t key =
-      aug_block_load<kThreads>(images + (size_t)blockIdx.x * pixels, pixels, image);  // syncs
+      aug_block_load<kThreads>(images + (size_t)image_index * pixels, pixels, image);  // syncs
 
-  const int per_block = (s.copies + gridDim.y - 1) / gridDim.y;
-  const int begin = blockIdx.y * per_block, end = min(s.copies, begin + per_block);
+  const int per_block = (s.copies + shares - 1) / shares;
+  const int begin = share * per_block, end = min(s.copies, begin + per_block);
   aug_block_params<kThreads>(spec, key, begin, end - begin, params);  // the loop's barrier
   const int chunk = stage1_chunk(s, per_block);
   const int channels = kHalf ? fused_c1_pad(&s) : s.k1;
@@ -146,7 +149,7 @@ __global__ void __launch_bounds__(kThreads)
           v[g] = k < s.k1 ? relu_if(s.relu1, v[g] + b1[k]) : 0.0f;
         }
       }
-      const size_t row = (size_t)blockIdx.x * s.copies + first + c;
+      const size_t row = (size_t)image_index * s.copies + first + c;
       if (kHalf) {
         const uint2 four = {half2_bits(v[0], v[1]), half2_bits(v[2], v[3])};
         *reinterpret_cast<uint2*>(static_cast<__half*>(act1) + (row * positions + pos) * channels +
@@ -160,6 +163,15 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();  // the copies are overwritten next
   }
+}
+
+template <bool kHalf>
+__global__ void __launch_bounds__(kThreads)
+    stage1_kernel(fused_shape s, aug_spec spec, const float* __restrict__ w1,
+                  const float* __restrict__ b1, const uint8_t* __restrict__ images,
+                  void* __restrict__ act1) {
+  extern __shared__ float copies[];
+  stage1_block<kHalf>(s, spec, w1, b1, images, act1, blockIdx.x, blockIdx.y, gridDim.y, copies);
 }
 
 // ---- stage 2: conv2 + bias + [ReLU] + pool --------------------------------------------------------
@@ -180,23 +192,19 @@ __host__ __device__ inline int stage2_copy_stride(const fused_shape& s) {
   return s.k1 * (s.p1_h + 2 * s.pad2) * (s.p1_w + 2 * s.pad2) | 1;
 }
 
+// One block's work: copies `copies` (a group of per_block) and channel group `group` (the grid's
+// blockIdx.x and .y), blockDim.x / 32 warps; tile: stage2_shared (kGroup 8) or
+// stage2_one_shared (1) bytes of shared memory.
 template <int kGroup>
-__global__ void __launch_bounds__(kThreads)
-    stage2_kernel(fused_shape s, const float* __restrict__ w2t, const float* __restrict__ b2,
-                  const float* __restrict__ act1, int rows, float* __restrict__ act2) {
-  extern __shared__ float tile[];
+__device__ __forceinline__ void stage2_block(const fused_shape& s, const float* __restrict__ w2t,
+                                             const float* __restrict__ b2, const float* act1,
+                                             int rows, float* act2, int copies, int group,
+                                             float* tile) {
   const int positions = s.p2_h * s.p2_w, per_block = fused_stage2_copies(&s);
   const int pitch = s.p1_w + 2 * s.pad2, plane = (s.p1_h + 2 * s.pad2) * pitch;
-  const int copy_plane = s.k1 * plane, stride = stage2_copy_stride(s);
-  const int row0 = blockIdx.x * per_block, n = min(per_block, rows - row0);
-  const int in_plane = s.p1_h * s.p1_w;
-  for (int i = threadIdx.x; i < n * copy_plane; i += blockDim.x) {
-    const int y = i % plane / pitch - s.pad2, x = i % pitch - s.pad2, cc = i / plane;
-    tile[i / copy_plane * stride + i % copy_plane] =
-        y >= 0 && y < s.p1_h && x >= 0 && x < s.p1_w
-            ? act1[((size_t)row0 * s.k1 + cc) * in_plane + y * s.p1_w + x]
-            : 0.0f;
-  }
+  const int stride = stage2_copy_stride(s);
+  const int row0 = copies * per_block, n = min(per_block, rows - row0);
+  load_padded_act1(s, act1, row0, n, stride, tile);
   // One channel a warp (small batches): the block's channels' weights into shared memory first,
   // [input channel][tap][warp], in one pass of loads all in flight (read from L1/L2 a tap at a
   // time, each warp waited on them in turn: 31 us of a batch of one on the H100).
@@ -204,11 +212,11 @@ __global__ void __launch_bounds__(kThreads)
   float* weights = tile + per_block * stride;
   if (kGroup == 1)
     for (int i = threadIdx.x; i < s.k1 * taps * warps; i += blockDim.x)
-      weights[i] = __ldg(w2t + (size_t)(i / warps) * k2p + blockIdx.y * warps + i % warps);
+      weights[i] = __ldg(w2t + (size_t)(i / warps) * k2p + group * warps + i % warps);
   __syncthreads();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int c = lane / positions, pos = lane % positions;
-  const int k0 = (blockIdx.y * warps + warp) * kGroup;
+  const int k0 = (group * warps + warp) * kGroup;
   if (c >= n || k0 >= s.k2) return;
   const int py = pos / s.p2_w, px = pos % s.p2_w;
   float acc[kGroup][4];
@@ -251,6 +259,14 @@ __global__ void __launch_bounds__(kThreads)
       out[(size_t)k * positions] = relu_if(s.relu2, m + b2[k]);
     }
   }
+}
+
+template <int kGroup>
+__global__ void __launch_bounds__(kThreads)
+    stage2_kernel(fused_shape s, const float* __restrict__ w2t, const float* __restrict__ b2,
+                  const float* __restrict__ act1, int rows, float* __restrict__ act2) {
+  extern __shared__ float tile[];
+  stage2_block<kGroup>(s, w2t, b2, act1, rows, act2, blockIdx.x, blockIdx.y, tile);
 }
 
 // fp32, batches that fill the GPU (the "wide" kernels): conv2 as a register-tiled implicit GEMM.
@@ -428,23 +444,40 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
 // (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15).
 __device__ __forceinline__ int ldmatrix_row(int lane) { return (lane & 7) + (lane >> 3 & 1) * 8; }
 
-__global__ void __launch_bounds__(kThreads)
-    stage2h_kernel(fused_shape s, const uint2* __restrict__ w2h, const float* __restrict__ b2,
-                   const __half* __restrict__ act1, int rows, __half* __restrict__ act2) {
-  extern __shared__ __align__(16) unsigned char smem[];
+// One block's work: copies `copies` (a group of per_block), each over pairs x parts warps:
+// warp (c, pair, part) takes the n tiles part, part + parts, ... (the engine's kernel: one part;
+// the small batches' kernel: per_block 1, as many parts as fill 8 warps). Every output's sum is
+// the same sequence of mma whatever the split: the same bits. smem: stage2h_shared(s, per_block).
+// kSharedB (the small batches' kernel, where a block's few warps would otherwise wait on L2 for
+// every k step's fragments): the packed weights are first copied whole into shared memory after
+// the tile (packed_conv2 bytes more).
+template <bool kSharedB>
+__device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2* __restrict__ w2h,
+                                              const float* __restrict__ b2, const __half* act1,
+                                              int rows, __half* act2, int copies, int per_block,
+                                              int parts, unsigned char* smem) {
   int* offsets = reinterpret_cast<int*>(smem);
   uint4* zero = reinterpret_cast<uint4*>(smem + kOffsetBytes);
   __half* tile = reinterpret_cast<__half*>(smem + kOffsetBytes + sizeof(uint4));
-  const int per_block = fused_stage2_copies(&s), pairs = fused_stage2_tile_pairs(&s);
+  const int pairs = fused_stage2_tile_pairs(&s);
   const int c1p = fused_c1_pad(&s), cblocks = c1p / 8, pp = stage2h_pixel_pitch(s);
   const int pitch = s.p1_w + 2 * s.pad2, pixels = (s.p1_h + 2 * s.pad2) * pitch;
   const int kgroups = stage2h_kgroups(s), ksteps = stage2h_ksteps(s), units = pp / 8;
-  const int row0 = blockIdx.x * per_block, n = min(per_block, rows - row0);
+  const int row0 = copies * per_block, n = min(per_block, rows - row0);
   for (int i = threadIdx.x; i < kgroups; i += blockDim.x) {
     const int tap = i / cblocks;
     offsets[i] = ((tap / FUSED_CONV * pitch + tap % FUSED_CONV) * pp + i % cblocks * 8) * 2;
   }
   if (threadIdx.x == 0) *zero = make_uint4(0, 0, 0, 0);
+  const uint2* weights = w2h;
+  if (kSharedB) {
+    uint4* to = reinterpret_cast<uint4*>(tile + (size_t)per_block * (s.p1_h + 2 * s.pad2) *
+                                                    (s.p1_w + 2 * s.pad2) * stage2h_pixel_pitch(s));
+    const int units = ksteps * fused_k2_pad(&s) / 8 * 32 / 2;
+    for (int i = threadIdx.x; i < units; i += blockDim.x)
+      to[i] = __ldg(reinterpret_cast<const uint4*>(w2h) + i);
+    weights = reinterpret_cast<const uint2*>(to);
+  }
   // The copies' rows over the warps, a row's 16-byte units over the lanes: the divisions (by
   // run-time sizes, tens of instructions each) once a thread, not once a unit.
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -463,7 +496,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   __syncthreads();
-  const int c = warp / pairs, pair = warp % pairs;
+  const int c = warp / (pairs * parts), pair = warp % pairs, part = warp / pairs % parts;
   if (c >= n) return;
   const int positions = s.p2_h * s.p2_w, ntiles = fused_k2_pad(&s) / 8;
   const uint32_t copy_addr =
@@ -487,7 +520,11 @@ __global__ void __launch_bounds__(kThreads)
   // The weights' pointer advanced a k step at a time, n tiles at constant offsets from it: an
   // index computed afresh for each load cost ~8 integer instructions a load (70 a k step, for
   // 14 mma).
-  const uint2* b = w2h + lane;
+  // This warp's n tiles as a mask (a run-time modulo per tile per k step cost ~20 instructions
+  // each where parts is not a constant).
+  unsigned mine = 0;
+  for (int nt = part; nt < ntiles; nt += parts) mine |= 1u << nt;
+  const uint2* b = weights + lane;
   for (int ks = 0; ks < ksteps; ks++, b += ntiles * 32) {
     const int kg = 2 * ks + lane / 16;
     const bool real = kg < kgroups;  // an odd count of k groups ends in a half step of zeros
@@ -497,21 +534,21 @@ __global__ void __launch_bounds__(kThreads)
     ldmatrix_x4(a[1], real ? row_addr[1] + offset : zero_addr);
 #pragma unroll
     for (int nt = 0; nt < FUSED_MAX_K2 / 8; nt++)
-      if (nt < ntiles) {
-        const uint2 f = __ldg(b + nt * 32);
+      if (mine >> nt & 1) {
+        const uint2 f = kSharedB ? b[nt * 32] : __ldg(b + nt * 32);
         mma_16816(acc[0][nt], a[0], f);
         mma_16816(acc[1][nt], a[1], f);
       }
   }
   const int g = lane / 4, t = lane % 4, a2p = fused_act2_pitch(&s);
   __half* out = act2 + (size_t)(row0 + c) * a2p;
-  if (pair == 0)  // the row's padding: zeros, which fc1's k steps read
+  if (pair == 0 && part == 0)  // the row's padding: zeros, which fc1's k steps read
     for (int k = s.fc_in + lane; k < a2p; k += 32) out[k] = __float2half_rn(0.0f);
 #pragma unroll
   for (int mt = 0; mt < 2; mt++)
 #pragma unroll
     for (int nt = 0; nt < FUSED_MAX_K2 / 8; nt++)
-      if (nt < ntiles) {
+      if (mine >> nt & 1) {
         float v[2] = {nan_max(acc[mt][nt][0], acc[mt][nt][2]),
                       nan_max(acc[mt][nt][1], acc[mt][nt][3])};
         v[0] = nan_max(v[0], __shfl_xor_sync(0xffffffffu, v[0], 4));
@@ -524,6 +561,13 @@ __global__ void __launch_bounds__(kThreads)
             if (k < s.k2) out[k * positions + p] = __float2half_rn(relu_if(s.relu2, v[h] + b2[k]));
           }
       }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    stage2h_kernel(fused_shape s, const uint2* __restrict__ w2h, const float* __restrict__ b2,
+                   const __half* __restrict__ act1, int rows, __half* __restrict__ act2) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  stage2h_block<false>(s, w2h, b2, act1, rows, act2, blockIdx.x, fused_stage2_copies(&s), 1, smem);
 }
 
 // ---- stage 3: fc1 + ReLU + [LRN] + fc2 + softmax + merge ------------------------------------------
@@ -585,7 +629,7 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
 #pragma unroll
       for (int j = 0; j < kPerLane; j++) {
         const int o = j * 32 + lane;
-        if (o < s.fc_out) part = __fmaf_rn(__ldg(w + o), y[j], part);
+        if (o < s.fc_out) part = __fmaf_rn(w[o], y[j], part);
       }
       const float total = warp_sum(part);
       if (lane == c) logit = total + b4[c];
@@ -614,14 +658,22 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
 
 constexpr int kNarrowOut = 32, kNarrowRows = kThreads / kNarrowOut, kNarrowK = 128;
 
-__global__ void __launch_bounds__(kThreads)
-    fc1n_kernel(fused_shape s, const float* __restrict__ w3t, const float* __restrict__ b3,
-                const float* __restrict__ act2, int rows, float* __restrict__ hidden) {
-  __shared__ __align__(16) float w[2][kNarrowK][kNarrowOut];
-  __shared__ __align__(16) float x[2][kNarrowRows][kNarrowK];
+struct fc1n_shared {
+  float w[2][kNarrowK][kNarrowOut];
+  float x[2][kNarrowRows][kNarrowK];
+};
+
+// One block's work: outputs group `outs` (32 a group) of rows group `row_group` (8 a group).
+// act2 read with plain loads: the small batches' kernel writes it in the same launch.
+__device__ __forceinline__ void fc1n_block(const fused_shape& s, const float* __restrict__ w3t,
+                                           const float* __restrict__ b3, const float* act2,
+                                           int rows, float* hidden, int outs, int row_group,
+                                           fc1n_shared& sh) {
+  auto& w = sh.w;
+  auto& x = sh.x;
   constexpr int kW = kNarrowK * kNarrowOut / kThreads, kX = kNarrowK * kNarrowRows / kThreads;
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
-  const int o0 = blockIdx.x * kNarrowOut, row0 = blockIdx.y * kNarrowRows;
+  const int o0 = outs * kNarrowOut, row0 = row_group * kNarrowRows;
   float nw[kW], nx[kX];
   // Thread t's share of a chunk: weights (k i / 32, output i % 32) and inputs (row i / kNarrowK,
   // k i % kNarrowK), i = t + 256 j.
@@ -634,7 +686,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int j = 0; j < kX; j++) {
       const int i = t + j * kThreads, r = row0 + i / kNarrowK, k = k0 + i % kNarrowK;
-      nx[j] = r < rows && k < s.fc_in ? __ldg(act2 + (size_t)r * s.fc_in + k) : 0.0f;
+      nx[j] = r < rows && k < s.fc_in ? act2[(size_t)r * s.fc_in + k] : 0.0f;
     }
   };
   auto store = [&](int buf) {
@@ -651,12 +703,26 @@ __global__ void __launch_bounds__(kThreads)
     const bool more = k0 + kNarrowK < s.fc_in;
     if (more) load(k0 + kNarrowK);
     const int kn = min(kNarrowK, s.fc_in - k0);
-    for (int k = 0; k < kn; k++) acc = __fmaf_rn(w[buf][k][lane], x[buf][warp][k], acc);
+    // Unrolled, so that the shared-memory loads run ahead of the chain of multiply-adds (one
+    // at a time, each waited on its loads: 30 cycles a k).
+    if (kn == kNarrowK) {
+#pragma unroll 16
+      for (int k = 0; k < kNarrowK; k++) acc = __fmaf_rn(w[buf][k][lane], x[buf][warp][k], acc);
+    } else {
+      for (int k = 0; k < kn; k++) acc = __fmaf_rn(w[buf][k][lane], x[buf][warp][k], acc);
+    }
     if (more) store(buf ^ 1);
     __syncthreads();
   }
   const int o = o0 + lane, r = row0 + warp;
   if (o < s.fc_out && r < rows) hidden[(size_t)r * s.fc_out + o] = relu_if(1, acc + b3[o]);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    fc1n_kernel(fused_shape s, const float* __restrict__ w3t, const float* __restrict__ b3,
+                const float* __restrict__ act2, int rows, float* __restrict__ hidden) {
+  __shared__ __align__(16) fc1n_shared sh;
+  fc1n_block(s, w3t, b3, act2, rows, hidden, blockIdx.x, blockIdx.y, sh);
 }
 
 // fp16 fc1 as a GEMM of its own, on the tensor cores: hidden (rows x fc_out, fp32, bias and
@@ -821,18 +887,221 @@ __global__ void __launch_bounds__(kThreads, 2)
 // Stage 3's rest: LRN + fc2 + softmax + merge from fc1's outputs in device memory, copied
 // to shared memory first in coalesced loads (read in place by the LRN's windows, they left the
 // kernel waiting on scattered loads: 0.78 ms a batch of 8192 on the H100).
+// One block's work: images group `group` (per_block a group); rows_of: stage3b_shared bytes.
+// kSharedW (the small batches' kernel): fc2's weights copied into shared memory too (after the
+// rows and the probabilities), read by every class from there instead of L2.
+template <bool kSharedW>
+__device__ __forceinline__ void stage3b_block(const fused_shape& s, int per_block, ttp_merge merge,
+                                              const float* __restrict__ w4,
+                                              const float* __restrict__ b4, const float* hidden,
+                                              int count, size_t record_size,
+                                              unsigned char* records, int group, float* rows_of) {
+  const int image0 = group * per_block, images = min(per_block, count - image0);
+  const int n = images * s.copies * s.fc_out;
+  const float* from = hidden + (size_t)image0 * s.copies * s.fc_out;
+  for (int i = threadIdx.x; i < n; i += kThreads) rows_of[i] = from[i];
+  float* probs = rows_of + per_block * s.copies * s.fc_out;
+  const float* w = w4;
+  if (kSharedW) {
+    float* to = probs + per_block * s.copies * s.classes;
+    for (int i = threadIdx.x; i < s.classes * s.fc_out; i += kThreads) to[i] = __ldg(w4 + i);
+    w = to;
+  }
+  __syncthreads();
+  stage3_tail(s, merge, w, b4, rows_of, probs, images, image0, record_size, records);
+}
+
 __global__ void __launch_bounds__(kThreads)
     stage3b_kernel(fused_shape s, int per_block, ttp_merge merge, const float* __restrict__ w4,
                    const float* __restrict__ b4, const float* __restrict__ hidden, int count,
                    size_t record_size, unsigned char* __restrict__ records) {
   extern __shared__ __align__(16) float rows_of[];
-  const int image0 = blockIdx.x * per_block, images = min(per_block, count - image0);
-  const int n = images * s.copies * s.fc_out;
-  const float* from = hidden + (size_t)image0 * s.copies * s.fc_out;
-  for (int i = threadIdx.x; i < n; i += kThreads) rows_of[i] = from[i];
+  stage3b_block<false>(s, per_block, merge, w4, b4, hidden, count, record_size, records,
+                       blockIdx.x, rows_of);
+}
+
+// ---- small batches: the whole pass in one launch ---------------------------------------------------
+//
+// A batch of one costs more in launches and in the gaps between them than in arithmetic (five
+// copies are 23 MFLOP: microseconds of one SM). So small batches (fused_small) run the four
+// stages in one kernel: each stage's work cut into items, block-sized pieces of the stages'
+// own bodies above (stage1_block, stage2_block or stage2h_block, fc1n_block or fc1h_item,
+// stage3b_block), so that every output is the same sequence of operations as in the engine's
+// kernels: the same bits. Blocks take items in order from a ticket counter, and an item of a
+// stage waits until every item of the stage before it is done. Every item a block waits on
+// holds a smaller ticket, taken by a block that is already running and waits only on smaller
+// tickets still, so no block ever waits on one that could not start: the launch cannot
+// deadlock however few of its blocks are resident (other pipelines' kernels beside it), which a
+// grid-wide barrier could. A block takes its next ticket while it works on the current one.
+//
+// The counters (fused_small_sync_bytes) only grow: launch L of a batch size takes tickets
+// [L T, (L + 1) T), T = items + blocks (each block takes one ticket past the last item), and
+// stage p's count of items done reaches (L + 1) items_p. Activations written in the launch are
+// read with plain loads (never through the non-coherent read-only path).
+
+struct small_plan {
+  int items[4];  // stage 1 (a copy), 2, fc1, stage 3b (an image)
+  int total;
+};
+
+__host__ __device__ inline small_plan small_plan_of(const fused_shape& s, int count) {
+  const int rows = count * s.copies;
+  small_plan p;
+  p.items[0] = rows;
+  p.items[1] = s.half ? rows
+                      : (rows + fused_stage2_copies(&s) - 1) / fused_stage2_copies(&s) *
+                            ((s.k2 + kWarps - 1) / kWarps);
+  p.items[2] = s.half ? (rows + 15) / 16 * (((s.fc_out + 7) / 8 + kWarps - 1) / kWarps)
+                      : (s.fc_out + kNarrowOut - 1) / kNarrowOut * ((rows + kNarrowRows - 1) / kNarrowRows);
+  p.items[3] = count;
+  p.total = 0;
+  for (int i = 0; i < 4; i++) p.total += p.items[i];
+  return p;
+}
+
+// fp16 fc1 for small batches: an item is 16 rows x 8 n tiles, a warp an n tile, its k steps in
+// fc1h_kernel's order (the same mma on the same fragments: the same bits), the A fragments
+// loaded straight from act2 (rows beyond `rows` zeros, as fc1h_kernel's).
+__device__ __forceinline__ void fc1h_item(const fused_shape& s, const uint2* __restrict__ w3h,
+                                          const float* __restrict__ b3, const __half* act2,
+                                          int rows, float* hidden, int tile_row, int group) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int ntiles = (s.fc_out + 7) / 8, nt = group * kWarps + warp;
+  if (nt >= ntiles) return;
+  const int a2p = fused_act2_pitch(&s), ksteps = a2p / 16, g = lane / 4, q = lane % 4;
+  const int r0 = tile_row * 16 + g, r1 = r0 + 8;
+  const uint32_t* x0 = reinterpret_cast<const uint32_t*>(act2 + (size_t)min(r0, rows - 1) * a2p) + q;
+  const uint32_t* x1 = reinterpret_cast<const uint32_t*>(act2 + (size_t)min(r1, rows - 1) * a2p) + q;
+  const bool in0 = r0 < rows, in1 = r1 < rows;
+  const uint2* b = w3h + (size_t)nt * 32 + lane;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 5
+  for (int ks = 0; ks < ksteps; ks++) {
+    const uint32_t a[4] = {in0 ? x0[ks * 8] : 0u, in1 ? x1[ks * 8] : 0u, in0 ? x0[ks * 8 + 4] : 0u,
+                           in1 ? x1[ks * 8 + 4] : 0u};
+    mma_16816(acc, a, __ldg(b + (size_t)ks * ntiles * 32));
+  }
+#pragma unroll
+  for (int h = 0; h < 4; h++) {
+    const int r = tile_row * 16 + g + h / 2 * 8, k = nt * 8 + 2 * q + h % 2;
+    if (r < rows && k < s.fc_out) hidden[(size_t)r * s.fc_out + k] = relu_if(1, acc[h] + b3[k]);
+  }
+}
+
+struct small_args {
+  fused_shape s;
+  aug_spec spec;
+  fused_weights w;
+  ttp_merge merge;
+  const uint8_t* images;
+  int count;
+  void *act1, *act2;
+  float* hidden;
+  unsigned char* records;
+  size_t record_size;
+  int w2_shared, w4_shared;  // conv2's (fp16) and fc2's weights staged in shared memory
+  unsigned long long* sync;  // tickets, then each stage's items done
+  unsigned long long* trace; // NULL, or per item: taken, started (its wait over), done (ns),
+                             // stage + 16 x the item's SM clock cycles
+};
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+template <bool kHalf>
+__device__ __forceinline__ void small_item(const small_args& a, int stage, int i,
+                                           unsigned char* smem) {
+  const fused_shape& s = a.s;
+  const int rows = a.count * s.copies;
+  float* f = reinterpret_cast<float*>(smem);
+  if (stage == 0) {
+    stage1_block<kHalf>(s, a.spec, a.w.w1, a.w.b1, a.images, a.act1, i / s.copies, i % s.copies,
+                        s.copies, f);
+  } else if (stage == 1) {
+    if (kHalf) {
+      const int parts = kWarps / fused_stage2_tile_pairs(&s);
+      const uint2* w2h = static_cast<const uint2*>(a.w.w2h);
+      const __half* in = static_cast<const __half*>(a.act1);
+      if (a.w2_shared)
+        stage2h_block<true>(s, w2h, a.w.b2, in, rows, static_cast<__half*>(a.act2), i, 1, parts, smem);
+      else
+        stage2h_block<false>(s, w2h, a.w.b2, in, rows, static_cast<__half*>(a.act2), i, 1, parts, smem);
+    } else {
+      const int groups = (s.k2 + kWarps - 1) / kWarps;
+      stage2_block<1>(s, a.w.w2t, a.w.b2, static_cast<const float*>(a.act1), rows,
+                      static_cast<float*>(a.act2), i / groups, i % groups, f);
+    }
+  } else if (stage == 2) {
+    if (kHalf) {
+      const int groups = ((s.fc_out + 7) / 8 + kWarps - 1) / kWarps;
+      fc1h_item(s, static_cast<const uint2*>(a.w.w3h), a.w.b3, static_cast<const __half*>(a.act2),
+                rows, a.hidden, i / groups, i % groups);
+    } else {
+      const int outs = (s.fc_out + kNarrowOut - 1) / kNarrowOut;
+      fc1n_block(s, a.w.w3t, a.w.b3, static_cast<const float*>(a.act2), rows, a.hidden, i % outs,
+                 i / outs, *reinterpret_cast<fc1n_shared*>(smem));
+    }
+  } else {
+    if (a.w4_shared)
+      stage3b_block<true>(s, 1, a.merge, a.w.w4, a.w.b4, a.hidden, a.count, a.record_size, a.records, i, f);
+    else
+      stage3b_block<false>(s, 1, a.merge, a.w.w4, a.w.b4, a.hidden, a.count, a.record_size, a.records, i, f);
+  }
+}
+
+template <bool kHalf>
+__global__ void __launch_bounds__(kThreads, 1) small_kernel(small_args a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ unsigned long long next;
+  const small_plan plan = small_plan_of(a.s, a.count);
+  const unsigned long long per_launch = (unsigned long long)plan.total + gridDim.x;
+  if (threadIdx.x == 0) next = atomicAdd(a.sync, 1ull);
   __syncthreads();
-  stage3_tail(s, merge, w4, b4, rows_of, rows_of + per_block * s.copies * s.fc_out, images,
-              image0, record_size, records);
+  unsigned long long ticket = next;
+  const unsigned long long launch = ticket / per_launch;
+  int ready = 0;  // thread 0: the stages before this one are known to be done
+  unsigned long long taken = a.trace ? global_ns() : 0, started = 0;
+  long long cycles = 0;
+  for (;;) {
+    const int local = (int)(ticket - launch * per_launch);
+    int item = local, stage = 0;
+    if (item >= plan.total) break;
+    while (item >= plan.items[stage]) item -= plan.items[stage++];
+    __syncthreads();  // every thread has read `next`
+    if (threadIdx.x == 0) {
+      next = atomicAdd(a.sync, 1ull);
+      if (stage > ready) {
+        const unsigned long long want = (launch + 1) * (unsigned long long)plan.items[stage - 1];
+        while (load_acquire(a.sync + stage) < want) {
+        }
+        ready = stage;
+      }
+      if (a.trace) started = global_ns(), cycles = clock64();
+    }
+    __syncthreads();
+    small_item<kHalf>(a, stage, item, smem);
+    __syncthreads();  // the item's writes are issued
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicAdd(a.sync + 1 + stage, 1ull);
+      if (a.trace) {
+        const unsigned long long done = global_ns();
+        unsigned long long* t = a.trace + 4 * local;
+        t[0] = taken, t[1] = started, t[2] = done, t[3] = stage | (clock64() - cycles) << 4;
+        taken = done;
+      }
+    }
+    ticket = next;
+  }
 }
 
 // ---- the fp16 weights' packing and the layouts' conversion (tests) ---------------------------------
@@ -896,11 +1165,14 @@ size_t stage1_shared(const fused_shape& s) {
   return sizeof(float) * stage1_chunk(s, s.copies) * (s.in_h + 2 * s.pad1) * (s.in_w + 2 * s.pad1);
 }
 
+size_t stage2h_shared(const fused_shape& s, int per_block) {
+  return kOffsetBytes + sizeof(uint4) +
+         sizeof(__half) * per_block * (s.p1_h + 2 * s.pad2) * (s.p1_w + 2 * s.pad2) *
+             stage2h_pixel_pitch(s);
+}
+
 size_t stage2_shared(const fused_shape& s) {
-  if (s.half)
-    return kOffsetBytes + sizeof(uint4) +
-           sizeof(__half) * fused_stage2_copies(&s) * (s.p1_h + 2 * s.pad2) *
-               (s.p1_w + 2 * s.pad2) * stage2h_pixel_pitch(s);
+  if (s.half) return stage2h_shared(s, fused_stage2_copies(&s));
   return sizeof(float) * fused_stage2_copies(&s) * stage2_copy_stride(s);
 }
 
@@ -909,8 +1181,37 @@ size_t stage2_one_shared(const fused_shape& s) {
   return stage2_shared(s) + sizeof(float) * s.k1 * FUSED_CONV * FUSED_CONV * kWarps;
 }
 
+size_t stage3b_shared(const fused_shape& s, int per_block) {
+  return sizeof(float) * per_block * s.copies * (s.fc_out + s.classes);
+}
+
 size_t packed_conv2(const fused_shape& s) {
   return sizeof(uint2) * 32 * stage2h_ksteps(s) * (fused_k2_pad(&s) / 8);
+}
+
+// The small batches' kernel: the weights it stages in shared memory where they fit in
+// kSmallShared (LeNet: 68 KB of conv2's fp16 fragments, 20 KB of fc2's), and the most any of
+// its items then needs.
+constexpr size_t kSmallShared = 160 * 1024;
+
+size_t small_stage2_shared(const fused_shape& s) {
+  return s.half ? stage2h_shared(s, 1) : stage2_one_shared(s);
+}
+
+int small_w2_shared(const fused_shape& s) {
+  return s.half && small_stage2_shared(s) + packed_conv2(s) <= kSmallShared;
+}
+
+int small_w4_shared(const fused_shape& s) {
+  return stage3b_shared(s, 1) + sizeof(float) * s.classes * s.fc_out <= kSmallShared;
+}
+
+size_t small_shared(const fused_shape& s) {
+  const size_t stage2 = small_stage2_shared(s) + (small_w2_shared(s) ? packed_conv2(s) : 0);
+  const size_t fc1 = s.half ? 0 : sizeof(fc1n_shared);
+  const size_t one = sizeof(float) * (s.in_h + 2 * s.pad1) * (s.in_w + 2 * s.pad1);
+  const size_t rest = stage3b_shared(s, 1) + (small_w4_shared(s) ? sizeof(float) * s.classes * s.fc_out : 0);
+  return max(max(one, stage2), max(fc1, rest));
 }
 
 }  // namespace
@@ -953,9 +1254,8 @@ extern "C" ttp_status fused_act_convert(const fused_shape* s, int stage, int row
   return launched("fused act conversion", e);
 }
 
-extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
-  const int per_block = fused_stage3_images(s->copies);
-  const size_t stage3b = sizeof(float) * per_block * s->copies * (s->fc_out + s->classes);
+extern "C" ttp_status fused_kernels_prepare(fused_shape* s, ttp_err* e) {
+  const size_t stage3b = stage3b_shared(*s, fused_stage3_images(s->copies));
   struct need {
     const void* kernel;
     size_t bytes;
@@ -964,10 +1264,12 @@ extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
   const need fp32[] = {{(const void*)stage1_kernel<false>, stage1_shared(*s), "stage1_kernel"},
                        {(const void*)stage2_kernel<1>, stage2_one_shared(*s), "stage2_kernel"},
                        {(const void*)stage2_kernel<kGroup2>, stage2_shared(*s), "stage2_kernel"},
-                       {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"}};
+                       {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"},
+                       {(const void*)small_kernel<false>, small_shared(*s), "small_kernel"}};
   const need fp16[] = {{(const void*)stage1_kernel<true>, stage1_shared(*s), "stage1_kernel"},
                        {(const void*)stage2h_kernel, stage2_shared(*s), "stage2h_kernel"},
-                       {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"}};
+                       {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"},
+                       {(const void*)small_kernel<true>, small_shared(*s), "small_kernel"}};
   const need* list = s->half ? fp16 : fp32;
   const size_t count = s->half ? sizeof fp16 / sizeof *fp16 : sizeof fp32 / sizeof *fp32;
   for (size_t i = 0; i < count; i++) {
@@ -977,7 +1279,19 @@ extern "C" ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e) {
       return ERR(e, TTP_ERR_CUDA, "%s: %zu bytes of shared memory: %s", list[i].name,
                  list[i].bytes, cudaGetErrorString(err));
   }
+  const void* small = s->half ? (const void*)small_kernel<true> : (const void*)small_kernel<false>;
+  const cudaError_t err =
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s->small_fit, small, kThreads, small_shared(*s));
+  if (err != cudaSuccess || s->small_fit < 1)
+    return ERR(e, TTP_ERR_CUDA, "small_kernel: %zu bytes of shared memory: %s", small_shared(*s),
+               err != cudaSuccess ? cudaGetErrorString(err) : "no block fits a multiprocessor");
   return TTP_OK;
+}
+
+// fp32's batch-wide kernels: where the batch fills the GPU (`fills`), or wherever a test forces
+// them (fused_shape.wide).
+static bool wide_kernels(const fused_shape& s, bool fills) {
+  return s.wide > 0 || (s.wide == 0 && fills);
 }
 
 // Blocks enough to fill the GPU twice over: small batches split their work further.
@@ -1008,7 +1322,7 @@ extern "C" ttp_status fused_stage2(const fused_shape* s, const fused_weights* w,
   const wide_plan p = stage2_wide_plan(*s);
   const int wide_blocks = (int)(((size_t)rows * p.per_copy + kThreads - 1) / kThreads);
   if (s->p2_w == kWideQ && p.chunk > 0 &&
-      (s->wide > 0 || (s->wide == 0 && spread(*s, wide_blocks) == 1))) {
+      wide_kernels(*s, spread(*s, wide_blocks) == 1)) {
     stage2w_kernel<<<wide_blocks, kThreads, stage2_wide_shared(*s), stream>>>(
         *s, w->w2t, w->b2, static_cast<const float*>(act1), rows, static_cast<float*>(act2));
     return launched("fused stage 2 (wide)", e);
@@ -1026,6 +1340,28 @@ extern "C" ttp_status fused_stage2(const fused_shape* s, const fused_weights* w,
 
 extern "C" size_t fused_hidden_bytes(const fused_shape* s) { return sizeof(float) * s->fc_out; }
 
+extern "C" int fused_small_items(const fused_shape* s, int count, int stage) {
+  const small_plan plan = small_plan_of(*s, count);
+  return stage < 4 ? plan.items[stage] : plan.total;
+}
+
+extern "C" ttp_status fused_small(const fused_shape* s, const aug_spec* spec, ttp_merge merge,
+                                  const fused_weights* w, const uint8_t* images, int count,
+                                  void* act1, void* act2, float* hidden, void* records,
+                                  unsigned long long* sync, unsigned long long* trace,
+                                  cudaStream_t stream, ttp_err* e) {
+  const small_plan plan = small_plan_of(*s, count);
+  /* A block per item where the GPU holds them all: a block's next item is taken while it works
+     on one, so with fewer blocks an item may wait behind another of its own stage. */
+  const int blocks = min(plan.total, s->sms * s->small_fit);
+  const small_args a = {*s,     *spec, *w,     merge,  images,
+                        count,  act1,  act2,   hidden, static_cast<unsigned char*>(records),
+                        aug_merge_record_size(s->classes), small_w2_shared(*s),
+                        small_w4_shared(*s), sync, trace};
+  (s->half ? small_kernel<true> : small_kernel<false>)<<<blocks, kThreads, small_shared(*s), stream>>>(a);
+  return launched("fused small batch", e);
+}
+
 extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weights* w,
                                    const void* act2, int count, float* hidden, void* records,
                                    cudaStream_t stream, ttp_err* e) {
@@ -1039,7 +1375,7 @@ extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const 
     const dim3 grid((all + kFcRows - 1) / kFcRows, ((s->fc_out + 7) / 8 + kFcTiles - 1) / kFcTiles);
     fc1h_kernel<<<grid, kThreads, 0, stream>>>(*s, static_cast<const uint2*>(w->w3h), w->b3,
                                                static_cast<const __half*>(act2), all, hidden);
-  } else if (s->wide > 0 || (s->wide == 0 && (int)(wide.x * wide.y) >= s->sms)) {
+  } else if (wide_kernels(*s, (int)(wide.x * wide.y) >= s->sms)) {
     fc1f_kernel<<<wide, kThreads, 0, stream>>>(*s, w->w3t, w->b3, static_cast<const float*>(act2),
                                                all, hidden);
   } else {

@@ -1,6 +1,7 @@
 /* The fused engine's kernels (fused_kernels.cu): the whole augmented pass of a batch in three
-   stages (four launches); conv1's outputs stay on chip, act1, act2 and fc1's outputs make one
-   trip each through device memory (fused_kernels.cu says why):
+   stages (four launches; small batches all four in one launch, fused_small); conv1's outputs
+   stay on chip, act1, act2 and fc1's outputs make one trip each through device memory
+   (fused_kernels.cu says why):
 
      stage 1  augment + conv1 + bias + [ReLU] + max-pool     images -> act1 (rows, K1, P1, Q1)
      stage 2  conv2 + bias + [ReLU] + max-pool               act1 -> act2 (rows, F = K2 P2 Q2)
@@ -63,6 +64,7 @@ typedef struct fused_shape {
   /* fp32's batch-wide kernels (stage 2 register-tiled, fc1 a GEMM of its own): 0 where the batch
      fills the GPU (the engine), 1 wherever the shape allows them, -1 never (tests: both). */
   int wide;
+  int small_fit; /* blocks of the small batches' kernel a multiprocessor holds (prepare) */
 } fused_shape;
 
 /* Channels padded to whole groups of 8: conv1's outputs (act1's channels in fp16), conv2's
@@ -118,8 +120,9 @@ ttp_status fused_pack_weights(const fused_shape* s, fused_weights* w, void* pack
 /* The bytes of one row's act1 (stage 1) or act2 (stage 2) in the kernels' layout. */
 size_t fused_act_bytes(const fused_shape* s, int stage);
 
-/* The shared memory the launches need beyond 48 KB: set once, before the first launch. */
-ttp_status fused_kernels_prepare(const fused_shape* s, ttp_err* e);
+/* The shared memory the launches need beyond 48 KB: set once, before the first launch; fills
+   s->small_fit. */
+ttp_status fused_kernels_prepare(fused_shape* s, ttp_err* e);
 
 ttp_status fused_stage1(const fused_shape* s, const aug_spec* spec, const fused_weights* w,
                         const uint8_t* images, int count, void* act1, cudaStream_t stream,
@@ -132,6 +135,21 @@ size_t fused_hidden_bytes(const fused_shape* s);
 ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weights* w,
                         const void* act2, int count, float* hidden, void* records,
                         cudaStream_t stream, ttp_err* e);
+
+/* Small batches (up to FUSED_SMALL_MAX images): the whole pass, images to records, in one
+   launch (fused_kernels.cu says how), with the same bits as stages 1 to 3. act1, act2 and hidden
+   as for the stages; sync: FUSED_SMALL_SYNC counters, zero before the first launch, then used by
+   launches of this `count` only, one after another (a stream's order). trace: NULL, or (the
+   kernel lab) 4 numbers per item: device timestamps in ns when its block took it, when the
+   stage before it was done and when it was done, then its stage (0..3) plus 16 times the SM
+   clock cycles the item took; fused_small_items
+   items (4: all stages; 0..3: one). */
+enum { FUSED_SMALL_MAX = 64, FUSED_SMALL_SYNC = 5 };
+ttp_status fused_small(const fused_shape* s, const aug_spec* spec, ttp_merge merge,
+                       const fused_weights* w, const uint8_t* images, int count, void* act1,
+                       void* act2, float* hidden, void* records, unsigned long long* sync,
+                       unsigned long long* trace, cudaStream_t stream, ttp_err* e);
+int fused_small_items(const fused_shape* s, int count, int stage);
 
 /* Test-only: rows of act1 (stage 1) or act2 (stage 2) between fp32 CHW (the CPU reference's
    layout) and the kernels' layout, on the device (to_kernel: from chw into kernel, else back). */

@@ -100,13 +100,7 @@ __global__ void __launch_bounds__(kThreads)
   const int positions = s.p2_h * s.p2_w, per_block = fused_stage2_copies(&s);
   const int pitch = s.p1_w + 2 * s.pad2, plane = (s.p1_h + 2 * s.pad2) * pitch;
   const int row0 = blockIdx.x * per_block, n = min(per_block, rows - row0);
-  const int in_plane = s.p1_h * s.p1_w;
-  for (int i = threadIdx.x; i < n * s.k1 * plane; i += kThreads) {
-    const int y = i % plane / pitch - s.pad2, x = i % pitch - s.pad2, cc = i / plane;
-    tile[i] = y >= 0 && y < s.p1_h && x >= 0 && x < s.p1_w
-                  ? act1[((size_t)row0 * s.k1 + cc) * in_plane + y * s.p1_w + x]
-                  : 0.0f;
-  }
+  load_padded_act1(s, act1, row0, n, s.k1 * plane, tile);
   __syncthreads();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int c = lane / positions, pos = lane % positions;

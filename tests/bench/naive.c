@@ -22,6 +22,7 @@
 #include "pipeline/clock.h"
 #include "pipeline/cudnn/cudnn_engine.h"
 #include "pipeline/cudnn/cudnn_kernels.h"
+#include "tests/common/args.h"
 #include "tests/common/check_cuda.h"
 
 static void* fresh(size_t bytes) {
@@ -68,21 +69,16 @@ static void naive_image(cudnn_net* g, const uint8_t* image, unsigned char* recor
   CHECK_CUDA(cudaFree(dev_record));
 }
 
-static const char* arg(int argc, char** argv, const char* name, const char* fallback) {
-  for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], name) == 0) return argv[i + 1];
-  return fallback;
-}
 
 int main(int argc, char** argv) {
-  const char* dir = arg(argc, argv, "--model", NULL);
+  const char* dir = bench_arg(argc, argv, "--model", NULL);
   CHECK(dir, "usage: %s --model DIR [--precision fp32|fp16] [--batch LIST] [--tta N] "
         "[--seconds S] [--warmup N] [--device D] [--json FILE]", argv[0]);
-  int half = strcmp(arg(argc, argv, "--precision", "fp32"), "fp16") == 0;
-  int copies = atoi(arg(argc, argv, "--tta", "5")), warmup = atoi(arg(argc, argv, "--warmup", "1"));
-  int device = atoi(arg(argc, argv, "--device", "0"));
-  double seconds = atof(arg(argc, argv, "--seconds", "1"));
-  const char* json = arg(argc, argv, "--json", NULL);
+  int half = strcmp(bench_arg(argc, argv, "--precision", "fp32"), "fp16") == 0;
+  int copies = atoi(bench_arg(argc, argv, "--tta", "5")), warmup = atoi(bench_arg(argc, argv, "--warmup", "1"));
+  int device = atoi(bench_arg(argc, argv, "--device", "0"));
+  double seconds = atof(bench_arg(argc, argv, "--seconds", "1"));
+  const char* json = bench_arg(argc, argv, "--json", NULL);
   int count;
   CHECK(cudaGetDeviceCount(&count) == cudaSuccess && count > device, "no CUDA device %d", device);
   CHECK_CUDA(cudaSetDevice(device));
@@ -122,7 +118,7 @@ int main(int argc, char** argv) {
   printf("%-6s %-5s %6s %3s %12s %9s %9s %9s %9s\n", "engine", "prec", "batch", "N", "images/s",
          "p50 ms", "p90 ms", "p99 ms", "p99.9 ms");
   char list[256];
-  snprintf(list, sizeof list, "%s", arg(argc, argv, "--batch", "1,64,1024"));
+  snprintf(list, sizeof list, "%s", bench_arg(argc, argv, "--batch", "1,64,1024"));
   int first = 1;
   for (char* item = strtok(list, ","); item; item = strtok(NULL, ",")) {
     int batch = atoi(item);

@@ -16,15 +16,11 @@
 #include "io/model_mnistcudnn.h"
 #include "pipeline/clock.h"
 #include "pipeline/engine.h"
+#include "tests/common/args.h"
 #include "tests/common/check.h"
 
 enum { MAX_RUNS = 64 };
 
-static const char* arg(int argc, char** argv, const char* name, const char* fallback) {
-  for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], name) == 0) return argv[i + 1];
-  return fallback;
-}
 
 /* One batch at a time into the next free slot; returns the seconds taken. */
 static double streamed(batch_stream* s, const uint8_t* images, size_t count, size_t batch,
@@ -48,12 +44,12 @@ static double streamed(batch_stream* s, const uint8_t* images, size_t count, siz
 }
 
 int main(int argc, char** argv) {
-  const char* dir = arg(argc, argv, "--model", NULL);
+  const char* dir = bench_arg(argc, argv, "--model", NULL);
   CHECK(dir, "usage: %s --model DIR [--precision fp32,fp16] [--tta N] [--batch B] [--batches K] "
         "[--slots S] [--runs R]", argv[0]);
-  int copies = atoi(arg(argc, argv, "--tta", "5")), batch = atoi(arg(argc, argv, "--batch", "1024"));
-  int batches = atoi(arg(argc, argv, "--batches", "100")), slots = atoi(arg(argc, argv, "--slots", "3"));
-  int runs = atoi(arg(argc, argv, "--runs", "5"));
+  int copies = atoi(bench_arg(argc, argv, "--tta", "5")), batch = atoi(bench_arg(argc, argv, "--batch", "1024"));
+  int batches = atoi(bench_arg(argc, argv, "--batches", "100")), slots = atoi(bench_arg(argc, argv, "--slots", "3"));
+  int runs = atoi(bench_arg(argc, argv, "--runs", "5"));
   CHECK(runs >= 1 && runs <= MAX_RUNS && batch >= 1 && batches >= 1, "bad arguments");
   ttp_err e = {0};
   model* m = NULL;
@@ -65,7 +61,7 @@ int main(int argc, char** argv) {
   test_rng rng = {77};
   for (size_t i = 0; i < count * 784; i++) images[i] = (uint8_t)test_int(&rng, 0, 255);
   char list[64];
-  snprintf(list, sizeof list, "%s", arg(argc, argv, "--precision", "fp32,fp16"));
+  snprintf(list, sizeof list, "%s", bench_arg(argc, argv, "--precision", "fp32,fp16"));
   printf("%zu images, batches of %d, %d slots, N = %d, median of %d runs (images/s)\n", count,
          batch, slots, copies, runs);
   printf("%-6s %12s %12s %12s %10s\n", "prec", "one call", "streamed", "per call", "streamed/one");

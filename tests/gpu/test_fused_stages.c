@@ -13,8 +13,9 @@
    fp16, conv2 and fc1 on the tensor cores: 1e-3 for stage 1's rounding to fp16, 1e-2 from there
    on). fp32 runs stages 2 and 3 twice, with the batch-wide kernels (register-tiled conv2, fc1 a
    GEMM of its own) and with the others, whatever the batch: both against the CPU, and the two
-   with the same bits. Usage: test_fused_stages SHARED_DATASETS_DIR. Skipped (77) without a
-   GPU. */
+   with the same bits. Then the whole pass from random images, the small batches' one launch
+   against the stages' launches: the same bits (1, 13 and 64 images). Usage: test_fused_stages
+   SHARED_DATASETS_DIR. Skipped (77) without a GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,45 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
   free(first2), free(first3);
 }
 
+/* The small batches' one launch (fused_small) against the stages' launches, the whole pass from
+   random images: the same bits, for batches of 1, 13 and FUSED_SMALL_MAX images. */
+static void run_small(const char* name, const model* m, const ttp_tta* tta,
+                      ttp_precision precision, test_rng* rng) {
+  ttp_err e = {0};
+  engine_config c = {.device = 0, .precision = precision};
+  CHECK(aug_spec_from(tta, &c.spec, &c.merge, &e) == TTP_OK, "%s", e.message);
+  const size_t pixels = model_shape_size(m->input), record = aug_merge_record_size(m->classes);
+  const int counts[3] = {1, 13, FUSED_SMALL_MAX};
+  size_t bad = 0;
+  for (int k = 0; k < 3; k++) {
+    const int images = counts[k];
+    uint8_t* px = malloc((size_t)images * pixels);
+    unsigned char *staged = malloc(images * record), *small = malloc(images * record);
+    CHECK(px && staged && small, "out of memory");
+    for (size_t i = 0; i < (size_t)images * pixels; i++) px[i] = (uint8_t)test_int(rng, 0, 255);
+    memset(staged, 0xff, images * record);
+    memset(small, 0xff, images * record);
+    CHECK(fused_run_pass(m, &c, images, 0, px, staged, NULL, NULL, &e) == TTP_OK, "%s", e.message);
+    CHECK(fused_run_pass(m, &c, images, 1, px, small, NULL, NULL, &e) == TTP_OK, "%s", e.message);
+    int differ = -1;
+    for (int i = 0; i < images && differ < 0; i++)
+      if (memcmp(staged + i * record, small + i * record, record)) differ = i;
+    printf("  %s, %s, %2d images: one launch vs the stages' launches: %s", name,
+           precision == TTP_PRECISION_FP16 ? "fp16" : "fp32", images,
+           differ < 0 ? "same bits\n" : "DIFFER");
+    if (differ >= 0) {
+      ttp_result a, b;
+      memcpy(&a, staged + differ * record, sizeof a);
+      memcpy(&b, small + differ * record, sizeof b);
+      printf(" from image %d (class %d p %.9g, one launch class %d p %.9g)\n", differ,
+             a.class_index, a.probability, b.class_index, b.probability);
+      bad++;
+    }
+    free(px), free(staged), free(small);
+  }
+  CHECK(bad == 0, "%s: the small batches' kernel differs from the stages", name);
+}
+
 /* A layer of m with random weights of size 1/sqrt(fan-in). */
 static model_layer* add(model* m, model_op op, const char* name) {
   ttp_err e = {0};
@@ -260,18 +300,23 @@ int main(int argc, char** argv) {
   ttp_tta tta;
   ttp_tta_init(&tta);
   tta.copies = 5;
-  for (int half = 0; half < 2; half++)
-    run_model(made ? "a generated LeNet" : "NVIDIA's mnistCUDNN LeNet", lenet, &tta, 37,
-              half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32, &rng);
+  for (int half = 0; half < 2; half++) {
+    const ttp_precision precision = half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
+    run_model(made ? "a generated LeNet" : "NVIDIA's mnistCUDNN LeNet", lenet, &tta, 37, precision,
+              &rng);
+    run_small("LeNet", lenet, &tta, precision, &rng);
+  }
   model_free(lenet);
 
   model* odd = odd_model(&rng);
   ttp_tta_init(&tta);
   tta.copies = 3;
   tta.noise_kind = TTP_NOISE_GAUSSIAN;
-  for (int half = 0; half < 2; half++)
-    run_model("an odd-sized model", odd, &tta, 29, half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32,
-              &rng);
+  for (int half = 0; half < 2; half++) {
+    const ttp_precision precision = half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
+    run_model("an odd-sized model", odd, &tta, 29, precision, &rng);
+    run_small("odd-sized", odd, &tta, precision, &rng);
+  }
   model_free(odd);
   if (made) {
     test_remove_tree(made);
