@@ -1,5 +1,5 @@
 /* The fused engine (see fused_engine.h): the model's shape read into a fused_shape, the weights
-   laid out for the kernels, and the launches of a batch (three; four in fp16). */
+   laid out for the kernels, and the launches of a batch (four; one for the smallest). */
 #include "fused_engine.h"
 
 #include <stdio.h>

@@ -1,6 +1,7 @@
-/* The fused engine: a network for the GPU runner (graph/runner.h) written here, three kernels
-   (four in fp16) for the whole augmented pass (fused_kernels.h), no cuDNN or cuBLAS on its
-   path. It runs one shape of model, LeNet's:
+/* The fused engine: a network for the GPU runner (graph/runner.h) written here, four launches
+   for the whole augmented pass (fused_kernels.h; the smallest batches one), no cuDNN or cuBLAS
+   on its path; buckets up to FUSED_SMALL_MAX images write their records straight into the
+   runner's mapped pinned output (direct_max). It runs one shape of model, LeNet's:
 
      conv 5x5 -> [ReLU] -> max-pool 2x2/2 -> conv 5x5 -> [ReLU] -> max-pool 2x2/2
        -> fc -> ReLU -> [LRN] -> fc -> softmax

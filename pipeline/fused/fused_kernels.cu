@@ -14,7 +14,8 @@
 // sets the pace. Stage 3 is two launches: fc1 over the whole batch, its outputs (500 floats a
 // copy, 2 KB) out and back once, which costs far less than every small block reading fc1's
 // weights from L2 (stage3b_kernel). fp32 batches that fill the GPU take conv2 register-tiled
-// (stage2w_kernel) and fc1 as a GEMM.
+// (stage2w_kernel) and fc1 as a GEMM. The smallest batches run the same stages' bodies in one
+// launch ("small batches", below), where the launches cost more than the work.
 #include <cuda_fp16.h>
 #include <math.h>
 
