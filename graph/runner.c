@@ -4,6 +4,7 @@
    and collect (stream.h) launch and wait only.
 
    Memory per slot: max_batch x (pixels + record) bytes pinned, as much on the device. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ typedef struct gpu_slot {
      it, when the batch starts and ends on the compute stream, after the copy out. */
   cudaEvent_t t_start, t_in, t_begin, t_end, t_out;
   int timed;
+  int direct; /* its last batch took the latency path */
 } gpu_slot;
 
 typedef struct gpu_runner {
@@ -104,7 +106,8 @@ static ttp_status submit_on_device(gpu_runner* r, int s, size_t count, int timed
   gpu_slot* slot = &r->slots[s];
   int bucket = bucket_of(r, count);
   slot->timed = timed;
-  if (direct(r, bucket)) {
+  slot->direct = direct(r, bucket);
+  if (slot->direct) {
     TRACE_PUSH("launch batch (latency path)");
     ttp_status st = submit_direct(r, slot, s, bucket, timed, e);
     TRACE_POP();
@@ -142,12 +145,25 @@ static ttp_status runner_submit(void* impl, int s, size_t count, ttp_run_stats* 
   return st;
 }
 
+/* Waits for a slot's last event as ttp_options.wait says: polling (spin, yield, and auto for the
+   latency path), or CUDA's own wait (block: the event was made with blocking sync). */
+static cudaError_t wait_for(const gpu_runner* r, const gpu_slot* slot) {
+  const ttp_wait w = r->cfg.wait;
+  if (w == TTP_WAIT_BLOCK || (w == TTP_WAIT_AUTO && !slot->direct))
+    return cudaEventSynchronize(slot->done);
+  for (;;) {
+    const cudaError_t err = cudaEventQuery(slot->done);
+    if (err != cudaErrorNotReady) return err;
+    if (w == TTP_WAIT_YIELD) sched_yield();
+  }
+}
+
 static ttp_status collect_on_device(gpu_runner* r, gpu_slot* slot, size_t count,
                                     ttp_result* results, float* merged, ttp_run_stats* stats,
                                     double* waited, ttp_err* e) {
   TRACE_PUSH("wait for slot");
   double start = clock_seconds();
-  cudaError_t err = cudaEventSynchronize(slot->done);
+  cudaError_t err = wait_for(r, slot);
   *waited += clock_seconds() - start;
   TRACE_POP();
   if (err != cudaSuccess)
@@ -300,11 +316,31 @@ static ttp_status plan_slots(gpu_runner* r, ttp_err* e) {
     CUDA_TRY(e, cudaStreamCreateWithFlags(&slot->copy, cudaStreamNonBlocking));
     cudaEvent_t* fences[3] = {&slot->in_ready, &slot->computed, &slot->done};
     for (int k = 0; k < 3; k++) CUDA_TRY(e, cudaEventCreateWithFlags(fences[k], cudaEventDisableTiming));
+    /* The event the host waits on: a sleeping wait needs blocking sync. */
+    if (r->cfg.wait == TTP_WAIT_BLOCK) {
+      CUDA_TRY(e, cudaEventDestroy(slot->done));
+      slot->done = NULL;
+      CUDA_TRY(e, cudaEventCreateWithFlags(&slot->done, cudaEventDisableTiming | cudaEventBlockingSync));
+    }
     cudaEvent_t* timing[5] = {&slot->t_start, &slot->t_in, &slot->t_begin, &slot->t_end,
                               &slot->t_out};
     for (int k = 0; k < 5; k++) CUDA_TRY(e, cudaEventCreate(timing[k]));
   }
   return TTP_OK;
+}
+
+static const char* wait_phrase(const gpu_runner* r) {
+  const int small = r->net_ops->direct_max > 0;
+  switch (r->cfg.wait) {
+    case TTP_WAIT_SPIN: return "polling for results";
+    case TTP_WAIT_YIELD: return "polling for results, yielding between polls";
+    case TTP_WAIT_BLOCK: return "sleeping until results are ready";
+    case TTP_WAIT_AUTO:
+    default:
+      return small ? "polling for small batches' results (up to 64 images, copied in and written "
+                     "straight to pinned memory in one graph)"
+                   : "CUDA's wait for results";
+  }
 }
 
 static void describe(gpu_runner* r, const char* device_name) {
@@ -315,9 +351,9 @@ static void describe(gpu_runner* r, const char* device_name) {
                   r->buckets.images[b]);
   const char* details = r->net_ops->details(r->net);
   if (n > 0 && (size_t)n < sizeof r->description)
-    snprintf(r->description + n, sizeof r->description - n, ", %d slots, %s%s%s", r->cfg.slots,
-             r->graphs.replaying ? "CUDA Graphs replayed" : r->graphs.reason,
-             details[0] ? "; " : "", details);
+    snprintf(r->description + n, sizeof r->description - n, ", %d slots, %s, %s%s%s",
+             r->cfg.slots, r->graphs.replaying ? "CUDA Graphs replayed" : r->graphs.reason,
+             wait_phrase(r), details[0] ? "; " : "", details);
 }
 
 static ttp_status open_on_device(gpu_runner* r, ttp_err* e) {

@@ -31,6 +31,7 @@ typedef struct engine_config {
   int max_batch;           /* GPU engines: images per batch */
   int slots;               /* GPU engines: pinned slots in the ring */
   int use_graph;           /* GPU engines: replay CUDA Graphs (else eager launches) */
+  ttp_wait wait;           /* GPU engines: how collecting a batch waits (ttapipe.h) */
   aug_spec spec;
   ttp_merge merge;
 } engine_config;

@@ -49,6 +49,7 @@ void ttp_options_init(ttp_options* o) {
   o->max_batch = 1024;
   o->slots = 3;
   o->no_graph = 0;
+  o->wait = TTP_WAIT_AUTO;
 }
 
 /* The caller's options as this library knows them: fields beyond the caller's struct_size (an
@@ -79,6 +80,8 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "slots must be %d..%d, not %d", MIN_SLOTS,
                MAX_SLOTS, o->slots);
   if (o->device < 0) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "device %d", o->device);
+  if (o->wait < TTP_WAIT_AUTO || o->wait > TTP_WAIT_BLOCK)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown wait %d", (int)o->wait);
   if (p->options.threads < 0 || p->options.threads > CPU_MAX_THREADS)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "threads must be 0..%d, not %d",
                CPU_MAX_THREADS, p->options.threads);
@@ -130,6 +133,7 @@ static engine_config config_of(const ttp_pipeline* p) {
       .max_batch = p->options.max_batch,
       .slots = p->options.slots,
       .use_graph = !p->options.no_graph,
+      .wait = p->options.wait,
       .spec = p->spec,
       .merge = p->merge,
   };

@@ -179,6 +179,20 @@ typedef enum ttp_precision {
                              LRN, softmax computed in fp32 by cuDNN; the merge in double */
 } ttp_precision;
 
+/* How a call waits for its GPU batches (ttp_options.wait). Measured on an H100 (BENCHMARKS.md,
+   "The latency floor"): polling answers ~2.5 us sooner than CUDA's own wait for a small call,
+   a sleeping wait ~14 us later. */
+typedef enum ttp_wait {
+  TTP_WAIT_AUTO = 0,  /* polls for small batches (up to 64 images: the latency path), CUDA's own
+                         wait (cudaEventSynchronize under the device's scheduling flags) for the
+                         others: the default */
+  TTP_WAIT_SPIN = 1,  /* polls the GPU's progress without a pause: the lowest latency; the
+                         waiting thread keeps a core busy */
+  TTP_WAIT_YIELD = 2, /* polls, yielding the core to other threads between polls */
+  TTP_WAIT_BLOCK = 3  /* sleeps until the GPU signals the batch done (blocking-sync events):
+                         no core spent waiting, a longer latency */
+} ttp_wait;
+
 typedef struct ttp_options {
   size_t struct_size;    /* sizeof(ttp_options) as the caller compiled it; ttp_options_init sets it */
   const char* model_dir; /* a directory in the mnistCUDNN layout (see "Models"); required; read
@@ -198,6 +212,8 @@ typedef struct ttp_options {
                             before copied out */
   int no_graph;          /* GPU engines: 1 = launch each batch eagerly instead of replaying its
                             captured CUDA Graph (default 0). The results are the same bits. */
+  ttp_wait wait;         /* GPU engines: how calls wait for their batches (default
+                            TTP_WAIT_AUTO). The results are the same bits. */
 } ttp_options;
 
 /* Fills o with the defaults and sets o->struct_size. Call it before setting any field. */

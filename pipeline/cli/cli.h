@@ -18,6 +18,7 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"batch", "B", "images per GPU batch, 1..65536 (default 1024)"},                        \
       {"slots", "K", "pinned transfer slots of the GPU engine, 2..16 (default 3; classify 8)"}, \
       {"no-graph", NULL, "launch each GPU batch eagerly instead of replaying a CUDA Graph"},  \
+      {"wait", "MODE", "auto|spin|yield|block: how calls wait for the GPU (default auto)"},  \
       {"device", "D", "CUDA device index (default 0)"},                                       \
       {"verbose", NULL, "describe on stderr how the engine runs (algorithms, graphs)"},      \
       {"threads", "N", "threads of the CPU engine (default: one per core)"},                  \
@@ -35,6 +36,8 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
 /* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with default_slots (0: the library's
    default) unless --slots is given; *tta receives the augmentation asked for. Returns CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE,
    also for settings the library finds out of range, or CLI_EXIT_FATAL). */
+/* The --wait names, in ttp_wait's order, NULL-terminated. */
+extern const char* const cli_wait_names[];
 /* The --engine names and their values, NULL-terminated names. */
 extern const char* const cli_engine_names[];
 extern const ttp_engine cli_engine_ids[];

@@ -29,6 +29,7 @@ static const cli_option bench_options[] = {
     {"iterations", "N", "measure N calls per phase instead of a duration"},
     {"warmup", "N", "calls before measuring (default 3)"},
     {"slots", "K", "pinned transfer slots (default 3)"},
+    {"wait", "MODE", "auto|spin|yield|block: how calls wait for the GPU (default auto)"},
     {"device", "D", "CUDA device (default 0)"},
     {"threads", "N", "threads of the CPU engine (default: one per core)"},
     {"json", "FILE", "also write every point, and the machine, as JSON to FILE"},
@@ -50,7 +51,7 @@ typedef struct bench {
   const char* model;
   const uint8_t* pool; /* images to draw from */
   size_t pool_count;
-  int device_mode, warmup, slots, device, threads;
+  int device_mode, warmup, slots, device, threads, wait;
   long iterations;
   double seconds;
   ttp_result* results;
@@ -91,6 +92,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   o.device = b->device;
   o.threads = b->threads;
   o.no_graph = strcmp(graph, "off") == 0;
+  o.wait = (ttp_wait)b->wait;
   o.tta = &tta;
   ttp_pipeline* p = NULL;
   if (ttp_open(&o, &p) != TTP_OK) {
@@ -206,6 +208,7 @@ static int run_bench(const cli_args* a) {
   static const char* const modes[] = {"e2e", "device", NULL};
   int mode = 0, rc;
   if ((rc = cli_require(a, "model", &b.model)) || (rc = cli_get_choice(a, "mode", modes, &mode)) ||
+      (rc = cli_get_choice(a, "wait", cli_wait_names, &b.wait)) ||
       (rc = cli_get_float(a, "seconds", &seconds)) ||
       (rc = cli_get_long(a, "iterations", 1, 1000000, &iterations)) ||
       (rc = cli_get_long(a, "warmup", 0, 1000, &warmup)) ||

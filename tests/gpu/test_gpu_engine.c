@@ -2,8 +2,9 @@
      - merged probabilities within 1e-4 (fp32) and 1e-2 (fp16) of the CPU engine's, and the same
        class wherever the CPU's top-two margin exceeds that tolerance;
      - graph replay and eager launches give the same bits;
-     - the results do not change with the batch size, the bucket or the number of slots (the
-       same bits whether an image goes through in a batch of 1024, of 37 or alone);
+     - the results do not change with the batch size, the bucket, the number of slots or the way
+       calls wait (the same bits whether an image goes through in a batch of 1024, of 37 or
+       alone);
      - every merge mode agrees with the CPU's.
    On NVIDIA's model and the 10,000 MNIST test images when SHARED_DATASETS_DIR has them, else on a
    generated model and 3001 random images. fp32 and fp16 for both engines, and auto in fp16
@@ -22,6 +23,7 @@ typedef struct run_spec {
   ttp_precision precision;
   int max_batch, slots, no_graph;
   ttp_merge merge;
+  ttp_wait wait;
 } run_spec;
 
 typedef struct outputs {
@@ -48,6 +50,7 @@ static outputs classify(run_spec r, size_t n, size_t per_call) {
   o.max_batch = r.max_batch;
   o.slots = r.slots;
   o.no_graph = r.no_graph;
+  o.wait = r.wait;
   o.tta = &tta;
   ttp_pipeline* p = NULL;
   CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
@@ -145,8 +148,8 @@ int main(int argc, char** argv) {
   }
   classes = 10;
 
-  run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN};
-  run_spec fp32 = {engine, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN};
+  run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO};
+  run_spec fp32 = {engine, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO};
   run_spec fp16 = fp32;
   fp16.precision = TTP_PRECISION_FP16;
   outputs ref = classify(cpu, count, 0);
@@ -183,6 +186,27 @@ int main(int argc, char** argv) {
     snprintf(what, sizeof what, "%s, calls of 333 in batches of 64, vs batch 1024", name);
     expect_identical(what, odd, graph, 1000);
     release(odd);
+    /* Every way of waiting: one image per call (the latency path; spin with eager launches, so
+       that a poll's "not ready" left behind would fail the next launch's check) and calls of
+       1500 images (batches of 1024 and 476 through the copy streams). */
+    static const ttp_wait waits[3] = {TTP_WAIT_SPIN, TTP_WAIT_YIELD, TTP_WAIT_BLOCK};
+    static const char* const wait_names[3] = {"spin", "yield", "block"};
+    for (int w = 0; w < 3; w++) {
+      run_spec ws = ring;
+      ws.wait = waits[w], ws.no_graph = w == 0;
+      outputs single = classify(ws, 100, 1);
+      snprintf(what, sizeof what, "%s, wait %s, one image per call, vs batch 1024", name,
+               wait_names[w]);
+      expect_identical(what, single, graph, 100);
+      release(single);
+      run_spec wb = base;
+      wb.wait = waits[w];
+      outputs whole = classify(wb, 1500, 1500);
+      snprintf(what, sizeof what, "%s, wait %s, calls of 1500, vs batch 1024", name,
+               wait_names[w]);
+      expect_identical(what, whole, graph, 1500);
+      release(whole);
+    }
     release(graph);
   }
 
