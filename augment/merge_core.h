@@ -54,19 +54,34 @@ AUG_FN double merge_value(ttp_merge mode, const float* probs, int copies, int cl
   }
 }
 
-/* probs: copies x classes (copies <= MERGE_MAX_COPIES); merged: classes floats, written. */
-AUG_FN void merge_image(ttp_merge mode, const float* probs, int copies, int classes, float* merged,
-                        ttp_result* result) {
-  int winners[MERGE_MAX_COPIES];
+/* Each copy's class (vote only: winners needs copies entries). */
+AUG_FN void merge_winners(ttp_merge mode, const float* probs, int copies, int classes,
+                          int* winners) {
   if (mode == TTP_MERGE_VOTE)
     for (int c = 0; c < copies; c++) winners[c] = merge_argmax(probs + c * classes, classes);
+}
+
+/* What the values are divided by: the sum of every class's value (max, gmean), else 1. */
+AUG_FN double merge_norm(ttp_merge mode, const float* probs, int copies, int classes,
+                         const int* winners) {
   double norm = 1;
   if (mode == TTP_MERGE_MAX || mode == TTP_MERGE_GMEAN) {
     norm = 0;
     for (int k = 0; k < classes; k++) norm += merge_value(mode, probs, copies, classes, k, winners);
   }
-  for (int k = 0; k < classes; k++)
-    merged[k] = (float)(merge_value(mode, probs, copies, classes, k, winners) / norm);
+  return norm;
+}
+
+/* Class k of the merged vector. (The GPU's small batches give each class a thread of its own;
+   the value is the same whichever computes it.) */
+AUG_FN float merge_class(ttp_merge mode, const float* probs, int copies, int classes, int k,
+                         const int* winners, double norm) {
+  return (float)(merge_value(mode, probs, copies, classes, k, winners) / norm);
+}
+
+/* After the merged vector: the class, its probability and the spread into result. */
+AUG_FN void merge_finish(ttp_merge mode, const float* probs, int copies, int classes,
+                         const float* merged, ttp_result* result) {
   int best = merge_argmax(merged, classes);
   if (mode == TTP_MERGE_VOTE) /* equal shares: the higher mean probability wins */
     for (int k = 0; k < classes; k++)
@@ -81,6 +96,17 @@ AUG_FN void merge_image(ttp_merge mode, const float* probs, int copies, int clas
   result->class_index = best;
   result->probability = merged[best];
   result->spread = (float)sqrt(squares / copies);
+}
+
+/* probs: copies x classes (copies <= MERGE_MAX_COPIES); merged: classes floats, written. */
+AUG_FN void merge_image(ttp_merge mode, const float* probs, int copies, int classes, float* merged,
+                        ttp_result* result) {
+  int winners[MERGE_MAX_COPIES];
+  merge_winners(mode, probs, copies, classes, winners);
+  const double norm = merge_norm(mode, probs, copies, classes, winners);
+  for (int k = 0; k < classes; k++)
+    merged[k] = merge_class(mode, probs, copies, classes, k, winners, norm);
+  merge_finish(mode, probs, copies, classes, merged, result);
 }
 
 #endif

@@ -223,7 +223,10 @@ static ttp_status bench_on_device(gpu_runner* r, const uint8_t* images, size_t c
   int bucket = bucket_of(r, count);
   /* The latency path's graph copies its input in from the slot's pinned memory. */
   if (direct(r, bucket)) memcpy(slot->host_in, images, count * r->pixels);
-  CUDA_TRY(e, cudaMemcpy(slot->dev_in, images, count * r->pixels, cudaMemcpyHostToDevice));
+  /* On the compute stream, which the graphs follow (a cudaMemcpy from pageable memory may
+     return before its data lands, and the legacy stream does not order ours). */
+  CUDA_TRY(e, cudaMemcpyAsync(slot->dev_in, images, count * r->pixels, cudaMemcpyHostToDevice,
+                              r->stream));
   for (int k = 0; k < replays; k++) {
     float t = 0;
     CUDA_TRY(e, cudaEventRecord(slot->t_begin, r->stream));

@@ -209,10 +209,16 @@ static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
       memcpy(wdst, l[k]->weights, l[k]->weight_count * sizeof(float));
     if (l[k]->bias) memcpy(host + offsets[2 * k + 1], l[k]->bias, counts[2 * k + 1] * sizeof(float));
   }
+  /* On the engine's stream, waited for: a cudaMemcpy from pageable memory may return before its
+     data lands, and the legacy default stream does not order the runner's non-blocking stream,
+     on which fp16's packing below reads these weights (it once packed a half-copied buffer:
+     every result of that pipeline off, none wrong enough to notice but by their bits). */
   ttp_status st = TTP_OK;
   cudaError_t err = cudaMalloc((void**)&g->weights, offsets[8] * sizeof(float));
   if (err == cudaSuccess)
-    err = cudaMemcpy(g->weights, host, offsets[8] * sizeof(float), cudaMemcpyHostToDevice);
+    err = cudaMemcpyAsync(g->weights, host, offsets[8] * sizeof(float), cudaMemcpyHostToDevice,
+                          g->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(g->stream);
   free(host);
   if (err != cudaSuccess)
     st = ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,
@@ -272,7 +278,9 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
     err = cudaMalloc((void**)&g->hidden, rows * fused_hidden_bytes(&g->s));
   const size_t sync = sizeof *g->sync * FUSED_SMALL_SYNC * GPU_MAX_BUCKETS;
   if (st == TTP_OK && err == cudaSuccess) err = cudaMalloc((void**)&g->sync, sync);
-  if (st == TTP_OK && err == cudaSuccess) err = cudaMemset(g->sync, 0, sync);
+  /* On the engine's stream, which every launch follows (cudaMemset may run later, on the
+     legacy stream, than the warm-up's first launch on the runner's). */
+  if (st == TTP_OK && err == cudaSuccess) err = cudaMemsetAsync(g->sync, 0, sync, g->stream);
   if (st == TTP_OK && err != cudaSuccess)
     st = ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,
              "fused engine activations (%zu rows): %s", rows, cudaGetErrorString(err));

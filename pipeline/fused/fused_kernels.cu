@@ -594,11 +594,18 @@ __device__ __forceinline__ float warp_max(float v) {
 }
 
 // After fc1 (hidden: the block's rows x fc_out, ReLU applied; a barrier since): one warp per
-// row for LRN from fc1's outputs, fc2 (lane l the outputs l, l + 32, ..., a warp sum per class)
-// and softmax over the lanes; then one thread per image merges. The same in both precisions.
+// row for LRN from fc1's outputs, fc2 (lane l the outputs l, l + 32, ..., a warp sum per class,
+// two classes at a time so that their shuffles overlap) and softmax over the lanes; then the
+// merge, a thread per (image, class) for the merged vector (kept in shared memory: the records
+// may be mapped host memory, too far to read back) and a thread per image for the rest
+// (merge_core.h's steps, each value as merge_image computes it). The same in both precisions.
+// LRN windows of up to kLrnMost terms are unrolled, their terms predicated (a run-time loop per
+// output waited on each load in turn); the terms and their order are the loop's.
+constexpr int kLrnMost = 8;
+
 __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merge, const float* __restrict__ w4,
                             const float* __restrict__ b4, const float* hidden, float* probs,
-                            int images, int image0, size_t record_size,
+                            float* merged, int images, int image0, size_t record_size,
                             unsigned char* __restrict__ records) {
   const int rows = images * s.copies;
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
@@ -613,9 +620,17 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
       if (o < s.fc_out) {
         y[j] = h[o];
         if (s.lrn) {
-          const int lo = max(o - before, 0), hi = min(o + after, s.fc_out - 1);
           float sum = 0.0f;
-          for (int q = lo; q <= hi; q++) sum = __fmaf_rn(h[q], h[q], sum);
+          if (s.lrn_n <= kLrnMost) {
+#pragma unroll
+            for (int d = 0; d < kLrnMost; d++) {
+              const int q = o - before + d;
+              if (d < s.lrn_n && q >= 0 && q < s.fc_out) sum = __fmaf_rn(h[q], h[q], sum);
+            }
+          } else {
+            const int lo = max(o - before, 0), hi = min(o + after, s.fc_out - 1);
+            for (int q = lo; q <= hi; q++) sum = __fmaf_rn(h[q], h[q], sum);
+          }
           // y / (k + alpha sum)^beta as y 2^(-beta log2(k + alpha sum)): the hardware's log2
           // and exp2 (~2 ulp) instead of powf and a division, which made most of stage 3's
           // instructions.
@@ -624,16 +639,22 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
       }
     }
     float logit = -INFINITY;
-    for (int c = 0; c < s.classes; c++) {
-      const float* w = w4 + (size_t)c * s.fc_out;
-      float part = 0.0f;
+    for (int c = 0; c < s.classes; c += 2) {
+      const bool two = c + 1 < s.classes;
+      const float* w0 = w4 + (size_t)c * s.fc_out;
+      const float* w1 = two ? w0 + s.fc_out : w0;
+      float p0 = 0.0f, p1 = 0.0f;
 #pragma unroll
       for (int j = 0; j < kPerLane; j++) {
         const int o = j * 32 + lane;
-        if (o < s.fc_out) part = __fmaf_rn(w[o], y[j], part);
+        if (o < s.fc_out) p0 = __fmaf_rn(w0[o], y[j], p0), p1 = __fmaf_rn(w1[o], y[j], p1);
       }
-      const float total = warp_sum(part);
-      if (lane == c) logit = total + b4[c];
+      for (int offset = 16; offset > 0; offset >>= 1) {  // warp_sum of each, interleaved
+        p0 += __shfl_xor_sync(0xffffffffu, p0, offset);
+        p1 += __shfl_xor_sync(0xffffffffu, p1, offset);
+      }
+      if (lane == c) logit = p0 + b4[c];
+      if (two && lane == c + 1) logit = p1 + b4[c + 1];
     }
     const float top = warp_max(lane < s.classes ? logit : -INFINITY);
     const float e = lane < s.classes ? expf(logit - top) : 0.0f;
@@ -642,12 +663,22 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
   }
   __syncthreads();
 
+  for (int i = t; i < images * s.classes; i += kThreads) {
+    const int image = i / s.classes, k = i % s.classes;
+    const float* p = probs + image * s.copies * s.classes;
+    int winners[MERGE_MAX_COPIES];
+    merge_winners(merge, p, s.copies, s.classes, winners);
+    const double norm = merge_norm(merge, p, s.copies, s.classes, winners);
+    merged[i] = merge_class(merge, p, s.copies, s.classes, k, winners, norm);
+    reinterpret_cast<float*>(records + (size_t)(image0 + image) * record_size +
+                             sizeof(ttp_result))[k] = merged[i];
+  }
+  __syncthreads();
   if (t < images) {
-    unsigned char* record = records + (size_t)(image0 + t) * record_size;
     ttp_result result;
-    merge_image(merge, probs + t * s.copies * s.classes, s.copies, s.classes,
-                reinterpret_cast<float*>(record + sizeof(ttp_result)), &result);
-    *reinterpret_cast<ttp_result*>(record) = result;
+    merge_finish(merge, probs + t * s.copies * s.classes, s.copies, s.classes,
+                 merged + t * s.classes, &result);
+    *reinterpret_cast<ttp_result*>(records + (size_t)(image0 + t) * record_size) = result;
   }
 }
 
@@ -902,14 +933,15 @@ __device__ __forceinline__ void stage3b_block(const fused_shape& s, int per_bloc
   const float* from = hidden + (size_t)image0 * s.copies * s.fc_out;
   for (int i = threadIdx.x; i < n; i += kThreads) rows_of[i] = from[i];
   float* probs = rows_of + per_block * s.copies * s.fc_out;
+  float* merged = probs + per_block * s.copies * s.classes;
   const float* w = w4;
   if (kSharedW) {
-    float* to = probs + per_block * s.copies * s.classes;
+    float* to = merged + per_block * s.classes;
     for (int i = threadIdx.x; i < s.classes * s.fc_out; i += kThreads) to[i] = __ldg(w4 + i);
     w = to;
   }
   __syncthreads();
-  stage3_tail(s, merge, w, b4, rows_of, probs, images, image0, record_size, records);
+  stage3_tail(s, merge, w, b4, rows_of, probs, merged, images, image0, record_size, records);
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -1182,8 +1214,9 @@ size_t stage2_one_shared(const fused_shape& s) {
   return stage2_shared(s) + sizeof(float) * s.k1 * FUSED_CONV * FUSED_CONV * kWarps;
 }
 
+// The rows, their probabilities and the merged vectors.
 size_t stage3b_shared(const fused_shape& s, int per_block) {
-  return sizeof(float) * per_block * s.copies * (s.fc_out + s.classes);
+  return sizeof(float) * per_block * ((size_t)s.copies * (s.fc_out + s.classes) + s.classes);
 }
 
 size_t packed_conv2(const fused_shape& s) {
@@ -1369,7 +1402,7 @@ extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const 
   /* As many images a block as keeps every SM busy, within the most it holds. */
   const int most = fused_stage3_images(s->copies);
   const int per_block = max(1, min(most, count / s->sms));
-  const int rows = per_block * s->copies, blocks = (count + per_block - 1) / per_block;
+  const int blocks = (count + per_block - 1) / per_block;
   const int all = count * s->copies;
   const dim3 wide((all + kGemmTile - 1) / kGemmTile, (s->fc_out + kGemmTile - 1) / kGemmTile);
   if (s->half) {
@@ -1385,7 +1418,7 @@ extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const 
                                                all, hidden);
   }
   TRY(launched("fused fc1", e));
-  stage3b_kernel<<<blocks, kThreads, sizeof(float) * rows * (s->fc_out + s->classes), stream>>>(
+  stage3b_kernel<<<blocks, kThreads, stage3b_shared(*s, per_block), stream>>>(
       *s, per_block, merge, w->w4, w->b4, hidden, count, aug_merge_record_size(s->classes),
       static_cast<unsigned char*>(records));
   return launched("fused stage 3", e);

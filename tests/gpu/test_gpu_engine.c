@@ -5,7 +5,8 @@
      - the results do not change with the batch size, the bucket, the number of slots or the way
        calls wait (the same bits whether an image goes through in a batch of 1024, of 37 or
        alone);
-     - every merge mode agrees with the CPU's.
+     - every merge mode agrees with the CPU's;
+     - pipelines of two different models opened in turn each run their own weights.
    On NVIDIA's model and the 10,000 MNIST test images when SHARED_DATASETS_DIR has them, else on a
    generated model and 3001 random images. fp32 and fp16 for both engines, and auto in fp16
    takes the fused engine. Usage: test_gpu_engine SHARED_DATASETS_DIR
@@ -114,6 +115,52 @@ static void expect_close(const char* what, outputs gpu, outputs cpu, size_t n, d
   printf("%-58s max |gpu - cpu| %.3g (tolerance %.0e); %zu over; %zu classes differ; %zu images "
          "within the margin\n", what, worst, tol, out_of_tol, wrong_class, close_calls);
   CHECK(out_of_tol == 0 && wrong_class == 0 && !isnan(worst), "%s: GPU and CPU disagree", what);
+}
+
+/* Two generated models in turn, fp16 and fp32, 16 pipelines: a pipeline opened after another
+   closed must run its own weights. The first of each (model, precision) against the CPU; every
+   later one the same bits as that first (within fp16's tolerance of the CPU, these random
+   models' near-uniform probabilities would hardly tell one model's weights from the other's).
+   (The fused engine's fp16 packing once read its weights' buffer before their copy had landed; a
+   buffer that still held the last pipeline's weights, the same model's everywhere else in this
+   test, hid it.) */
+static void alternating_models(ttp_engine engine) {
+  const char* keep = model_dir;
+  char* dirs[2];
+  outputs want[2];
+  for (int k = 0; k < 2; k++) {
+    dirs[k] = strdup(test_make_dir());
+    CHECK(dirs[k], "out of memory");
+    fixture_model_dir(dirs[k], 100 + (uint64_t)k);
+    model_dir = dirs[k];
+    run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO};
+    want[k] = classify(cpu, 64, 0);
+  }
+  outputs first[4];
+  for (int round = 0; round < 16; round++) {
+    model_dir = dirs[round % 2];
+    const ttp_precision precision = round / 2 % 2 ? TTP_PRECISION_FP32 : TTP_PRECISION_FP16;
+    run_spec r = {engine, precision, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO};
+    outputs got = classify(r, 64, 0);
+    char what[96];
+    snprintf(what, sizeof what, "models in turn, round %d (model %c, %s), vs %s", round,
+             'A' + round % 2, precision == TTP_PRECISION_FP16 ? "fp16" : "fp32",
+             round < 4 ? "the CPU" : "its first round");
+    if (round < 4) {
+      expect_close(what, got, want[round % 2], 64, precision == TTP_PRECISION_FP16 ? 1e-2 : 1e-4);
+      first[round] = got;
+    } else {
+      expect_identical(what, got, first[round % 4], 64);
+      release(got);
+    }
+  }
+  for (int k = 0; k < 4; k++) release(first[k]);
+  for (int k = 0; k < 2; k++) {
+    release(want[k]);
+    test_remove_tree(dirs[k]);
+    free(dirs[k]);
+  }
+  model_dir = keep;
 }
 
 int main(int argc, char** argv) {
@@ -225,6 +272,7 @@ int main(int argc, char** argv) {
     release(b);
   }
   release(ref);
+  alternating_models(engine);
   { /* auto in fp16 takes the fused engine, where it runs the model */
     ttp_options o;
     ttp_options_init(&o);
