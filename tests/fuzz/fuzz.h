@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -21,6 +22,12 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
       abort();                                                                      \
     }                                                                               \
   } while (0)
+
+/* A refusal as the library promises it (pipeline/error.h): the error holds the status returned
+   and a message of one line. (A macro, so that a failure names the target's line.) */
+#define FUZZ_ASSERT_REFUSAL(e, s)                                                   \
+  FUZZ_ASSERT((e).status == (s) && (e).message[0] && !strchr((e).message, '\n'),    \
+              "status %d without a one-line message: %s", (int)(s), (e).message)
 
 /* The readers that take a path get the input through a file: fuzz_temp_path(NAME) is a file
    NAME in a directory made once a process (under TMPDIR, removed at exit), and fuzz_write

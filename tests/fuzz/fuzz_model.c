@@ -62,8 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ttp_status s = io_load_mnistcudnn(dir, &m, &e);
   if (s != TTP_OK) {
     FUZZ_ASSERT(m == NULL, "a refusal returned a model");
-    FUZZ_ASSERT(e.status == s && e.message[0] && !strchr(e.message, '\n'),
-                "status %d without a one-line message: %s", (int)s, e.message);
+    FUZZ_ASSERT_REFUSAL(e, s);
     FUZZ_ASSERT(s == TTP_ERR_FORMAT || s == TTP_ERR_IO || s == TTP_ERR_OUT_OF_MEMORY,
                 "status %d for a bad directory: %s", (int)s, e.message);
     FUZZ_ASSERT(strstr(e.message, dir), "the message names no file of the directory: %s",
