@@ -332,17 +332,19 @@ static ttp_status plan_slots(gpu_runner* r, ttp_err* e) {
   return TTP_OK;
 }
 
-static const char* wait_phrase(const gpu_runner* r) {
-  const int small = r->net_ops->direct_max > 0;
+/* How calls wait, and the latency path's reach, as describe says them. */
+static void wait_phrase(const gpu_runner* r, char* out, size_t n) {
   switch (r->cfg.wait) {
-    case TTP_WAIT_SPIN: return "polling for results";
-    case TTP_WAIT_YIELD: return "polling for results, yielding between polls";
-    case TTP_WAIT_BLOCK: return "sleeping until results are ready";
+    case TTP_WAIT_SPIN: snprintf(out, n, "polling for results"); return;
+    case TTP_WAIT_YIELD: snprintf(out, n, "polling for results, yielding between polls"); return;
+    case TTP_WAIT_BLOCK: snprintf(out, n, "sleeping until results are ready"); return;
     case TTP_WAIT_AUTO:
     default:
-      return small ? "polling for small batches' results (up to 64 images, copied in and written "
-                     "straight to pinned memory in one graph)"
-                   : "CUDA's wait for results";
+      if (r->net_ops->direct_max > 0)
+        snprintf(out, n, "polling for small batches' results (up to %d images, copied in and "
+                 "written straight to pinned memory in one graph)", r->net_ops->direct_max);
+      else
+        snprintf(out, n, "CUDA's wait for results");
   }
 }
 
@@ -353,10 +355,12 @@ static void describe(gpu_runner* r, const char* device_name) {
     n += snprintf(r->description + n, sizeof r->description - n, "%c%d", b ? '/' : ' ',
                   r->buckets.images[b]);
   const char* details = r->net_ops->details(r->net);
+  char wait[160];
+  wait_phrase(r, wait, sizeof wait);
   if (n > 0 && (size_t)n < sizeof r->description)
     snprintf(r->description + n, sizeof r->description - n, ", %d slots, %s, %s%s%s",
              r->cfg.slots, r->graphs.replaying ? "CUDA Graphs replayed" : r->graphs.reason,
-             wait_phrase(r), details[0] ? "; " : "", details);
+             wait, details[0] ? "; " : "", details);
 }
 
 static ttp_status open_on_device(gpu_runner* r, ttp_err* e) {

@@ -150,8 +150,8 @@ int fused_supports_model(const model* m, const engine_config* c, char* why, size
 
 /* Batches up to this many images run in one launch (fused_small), larger ones in the stages'
    launches: where each was faster on the H100 (GPU time of the pass, bench_small_trace,
-   BENCHMARKS.md; fp32 57.8 against 62.3 us at 1 image, 78.2 against 65.9 at 8; fp16 47.6
-   against 64.7 at 1, 51.3 against 66.2 at 8, 102.1 against 77.7 at 64). */
+   BENCHMARKS.md's table: fp32 56.9 against 62.7 us at 1 image, 78.7 against 66.4 at 8; fp16
+   47.7 against 64.8 at 1, 51.8 against 66.4 at 8, 102.0 against 78.7 at 64). */
 static int one_launch_most(const fused_shape* s) { return s->half ? 8 : 1; }
 
 typedef struct fused_net {

@@ -42,9 +42,9 @@ ttp_status fused_run_stage(const model* m, const engine_config* c, int stage, in
 /* Test-only: the whole pass on the current device, `images` images (bytes) to their records,
    host memory to host memory: the stages' launches (small 0) or the small batches' one launch
    (small 1: up to FUSED_SMALL_MAX images), the output poisoned before each pass; the last
-   pass's records. trace: NULL, or (small 1) the last
-   launch's trace, 4 numbers per item (fused_small), fused_small_items of them. Either way three
-   passes one after another; ms: NULL, or the last one's time on the GPU (CUDA events). */
+   pass's records. trace: NULL, or (small 1) the last launch's trace, 4 numbers per item
+   (fused_small), fused_small_items of them. Either way three passes one after another; ms: NULL,
+   or the last one's time on the GPU (CUDA events). */
 ttp_status fused_run_pass(const model* m, const engine_config* c, int images, int small,
                           const uint8_t* in, void* out, unsigned long long* trace, double* ms,
                           ttp_err* e);

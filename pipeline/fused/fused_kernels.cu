@@ -967,7 +967,7 @@ __global__ void __launch_bounds__(kThreads)
 // deadlock however few of its blocks are resident (other pipelines' kernels beside it), which a
 // grid-wide barrier could. A block takes its next ticket while it works on the current one.
 //
-// The counters (fused_small_sync_bytes) only grow: launch L of a batch size takes tickets
+// The counters (FUSED_SMALL_SYNC of them) only grow: launch L of a batch size takes tickets
 // [L T, (L + 1) T), T = items + blocks (each block takes one ticket past the last item), and
 // stage p's count of items done reaches (L + 1) items_p. Activations written in the launch are
 // read with plain loads (never through the non-coherent read-only path).
@@ -1194,8 +1194,10 @@ ttp_status launched(const char* what, ttp_err* e) {
   return TTP_OK;
 }
 
-size_t stage1_shared(const fused_shape& s) {
-  return sizeof(float) * stage1_chunk(s, s.copies) * (s.in_h + 2 * s.pad1) * (s.in_w + 2 * s.pad1);
+// A block that takes up to `copies` copies of an image (the engine's kernel is sized for all of
+// them; the small batches' items take one).
+size_t stage1_shared(const fused_shape& s, int copies) {
+  return sizeof(float) * stage1_chunk(s, copies) * (s.in_h + 2 * s.pad1) * (s.in_w + 2 * s.pad1);
 }
 
 size_t stage2h_shared(const fused_shape& s, int per_block) {
@@ -1243,7 +1245,7 @@ int small_w4_shared(const fused_shape& s) {
 size_t small_shared(const fused_shape& s) {
   const size_t stage2 = small_stage2_shared(s) + (small_w2_shared(s) ? packed_conv2(s) : 0);
   const size_t fc1 = s.half ? 0 : sizeof(fc1n_shared);
-  const size_t one = sizeof(float) * (s.in_h + 2 * s.pad1) * (s.in_w + 2 * s.pad1);
+  const size_t one = stage1_shared(s, 1);
   const size_t rest = stage3b_shared(s, 1) + (small_w4_shared(s) ? sizeof(float) * s.classes * s.fc_out : 0);
   return max(max(one, stage2), max(fc1, rest));
 }
@@ -1295,12 +1297,12 @@ extern "C" ttp_status fused_kernels_prepare(fused_shape* s, ttp_err* e) {
     size_t bytes;
     const char* name;
   };
-  const need fp32[] = {{(const void*)stage1_kernel<false>, stage1_shared(*s), "stage1_kernel"},
+  const need fp32[] = {{(const void*)stage1_kernel<false>, stage1_shared(*s, s->copies), "stage1_kernel"},
                        {(const void*)stage2_kernel<1>, stage2_one_shared(*s), "stage2_kernel"},
                        {(const void*)stage2_kernel<kGroup2>, stage2_shared(*s), "stage2_kernel"},
                        {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"},
                        {(const void*)small_kernel<false>, small_shared(*s), "small_kernel"}};
-  const need fp16[] = {{(const void*)stage1_kernel<true>, stage1_shared(*s), "stage1_kernel"},
+  const need fp16[] = {{(const void*)stage1_kernel<true>, stage1_shared(*s, s->copies), "stage1_kernel"},
                        {(const void*)stage2h_kernel, stage2_shared(*s), "stage2h_kernel"},
                        {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"},
                        {(const void*)small_kernel<true>, small_shared(*s), "small_kernel"}};
@@ -1339,7 +1341,7 @@ extern "C" ttp_status fused_stage1(const fused_shape* s, const aug_spec* spec,
                                    void* act1, cudaStream_t stream, ttp_err* e) {
   const dim3 grid(count, min(s->copies, spread(*s, count)));
   const auto kernel = s->half ? stage1_kernel<true> : stage1_kernel<false>;
-  kernel<<<grid, kThreads, stage1_shared(*s), stream>>>(*s, *spec, w->w1, w->b1, images, act1);
+  kernel<<<grid, kThreads, stage1_shared(*s, s->copies), stream>>>(*s, *spec, w->w1, w->b1, images, act1);
   return launched("fused stage 1", e);
 }
 
