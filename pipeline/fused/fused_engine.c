@@ -160,7 +160,8 @@ typedef struct fused_net {
   gpu_buckets buckets;
   cudaStream_t stream; /* where every batch runs */
   float* weights; /* one allocation: fused_weights point into it */
-  void* packed;   /* fp16: conv2's and fc1's weights as tensor-core fragments */
+  void* packed;   /* fp16: conv2's and fc1's weights as tensor-core fragments; fp32: fc1's
+                     weights in blocks (fused_weights.w3b), or NULL */
   fused_weights w;
   void *act1, *act2;
   float* hidden; /* fc1's outputs between its GEMM and the rest of stage 3 */
@@ -226,8 +227,8 @@ static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
   const float* d = g->weights;
   g->w = (fused_weights){d + offsets[0], d + offsets[1], d + offsets[2], d + offsets[3],
                          d + offsets[4], d + offsets[5], d + offsets[6], d + offsets[7],
-                         NULL, NULL};
-  if (st != TTP_OK || !s->half) return st;
+                         NULL, NULL, NULL};
+  if (st != TTP_OK || fused_packed_bytes(s) == 0) return st;
   err = cudaMalloc(&g->packed, fused_packed_bytes(s));
   if (err != cudaSuccess)
     return ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,

@@ -25,6 +25,46 @@
 #include "fused_device.cuh"
 #include "fused_kernels.h"
 
+// Lab instrumentation, compiled only with -DFUSED_PHASES (tests/bench/NOTES.md says how): in
+// the small batches' kernel, FUSED_PHASE(k) adds the cycles from the start of the block's item
+// to phase k of its stage's body; bench_small_trace prints the means (fused_phases_print).
+#ifdef FUSED_PHASES
+#include <stdio.h>
+__device__ unsigned long long fused_phase_sum[4][16], fused_phase_count[4][16];
+__device__ unsigned long long fused_phase_base[2048];
+__device__ int fused_phase_stage[2048];  // -1: not an item of the small batches' kernel
+#define FUSED_PHASE(k)                                                            \
+  do {                                                                            \
+    const int stage_ = fused_phase_stage[blockIdx.x];                             \
+    if (threadIdx.x == 0 && stage_ >= 0) {                                        \
+      atomicAdd(&fused_phase_sum[stage_][k], clock64() - fused_phase_base[blockIdx.x]); \
+      atomicAdd(&fused_phase_count[stage_][k], 1ull);                             \
+    }                                                                             \
+  } while (0)
+extern "C" void fused_phases_reset(void) {
+  static unsigned long long zeros[4][16];
+  static int none[2048];
+  for (int i = 0; i < 2048; i++) none[i] = -1;
+  cudaMemcpyToSymbol(fused_phase_sum, zeros, sizeof zeros);
+  cudaMemcpyToSymbol(fused_phase_count, zeros, sizeof zeros);
+  cudaMemcpyToSymbol(fused_phase_stage, none, sizeof none);
+}
+extern "C" void fused_phases_print(void) {
+  unsigned long long sum[4][16], count[4][16];
+  cudaDeviceSynchronize();
+  cudaMemcpyFromSymbol(sum, fused_phase_sum, sizeof sum);
+  cudaMemcpyFromSymbol(count, fused_phase_count, sizeof count);
+  for (int stage = 0; stage < 4; stage++) {
+    printf("    phases of stage %d (cycles from the item's start, mean):", stage);
+    for (int k = 0; k < 16; k++)
+      if (count[stage][k]) printf(" %d:%.0f", k, (double)sum[stage][k] / count[stage][k]);
+    printf("\n");
+  }
+}
+#else
+#define FUSED_PHASE(k) do {} while (0)
+#endif
+
 namespace {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
@@ -114,13 +154,16 @@ __device__ __forceinline__ void stage1_block(const fused_shape& s, const aug_spe
   const int pixels = s.in_h * s.in_w;
   const int pitch = s.in_w + 2 * s.pad1, plane = (s.in_h + 2 * s.pad1) * pitch;
   const int kp = fused_k1_pitch(&s);  // the weights come laid out [tap][channel] (upload_weights)
-  for (int i = threadIdx.x; i < kp * FUSED_CONV * FUSED_CONV; i += kThreads) weights[i] = w1[i];
+  block_copy_async(w1, weights, kp * FUSED_CONV * FUSED_CONV);
+  copy_wait();  // aug_block_load's barrier makes them visible
   const uint64_t key =
       aug_block_load<kThreads>(images + (size_t)image_index * pixels, pixels, image);  // syncs
+  FUSED_PHASE(1);
 
   const int per_block = (s.copies + shares - 1) / shares;
   const int begin = share * per_block, end = min(s.copies, begin + per_block);
   aug_block_params<kThreads>(spec, key, begin, end - begin, params);  // the loop's barrier
+  FUSED_PHASE(2);
   const int chunk = stage1_chunk(s, per_block);
   const int channels = kHalf ? fused_c1_pad(&s) : s.k1;
   const int positions = s.p1_h * s.p1_w, groups = (channels + kGroup1 - 1) / kGroup1;
@@ -133,6 +176,7 @@ __device__ __forceinline__ void stage1_block(const fused_shape& s, const aug_spe
       aug_block_copy<kThreads>(spec, params[first - begin + c], key, first + c, image, s.in_h,
                                s.in_w, copies + c * plane + s.pad1 * pitch + s.pad1, pitch);
     __syncthreads();
+    FUSED_PHASE(3);
     // fp16: the groups of a position on consecutive threads, so that a warp's 8-byte stores
     // (HWC) are contiguous; fp32 (CHW): the positions of a group.
     for (item_cursor k(threadIdx.x, kHalf ? groups : positions, kHalf ? positions : groups);
@@ -163,6 +207,7 @@ __device__ __forceinline__ void stage1_block(const fused_shape& s, const aug_spe
       }
     }
     __syncthreads();  // the copies are overwritten next
+    FUSED_PHASE(4);
   }
 }
 
@@ -194,31 +239,50 @@ __host__ __device__ inline int stage2_copy_stride(const fused_shape& s) {
 }
 
 // One block's work: copies `copies` (a group of per_block) and channel group `group` (the grid's
-// blockIdx.x and .y), blockDim.x / 32 warps; tile: stage2_shared (kGroup 8) or
-// stage2_one_shared (1) bytes of shared memory.
+// blockIdx.x and .y), computed by `warps` warps (the block's others help fill shared memory);
+// tile: stage2_shared (kGroup 8) or stage2_one_shared (1) bytes of shared memory.
 template <int kGroup>
 __device__ __forceinline__ void stage2_block(const fused_shape& s, const float* __restrict__ w2t,
                                              const float* __restrict__ b2, const float* act1,
                                              int rows, float* act2, int copies, int group,
-                                             float* tile) {
+                                             int warps, float* tile) {
   const int positions = s.p2_h * s.p2_w, per_block = fused_stage2_copies(&s);
   const int pitch = s.p1_w + 2 * s.pad2, plane = (s.p1_h + 2 * s.pad2) * pitch;
   const int stride = stage2_copy_stride(s);
   const int row0 = copies * per_block, n = min(per_block, rows - row0);
   load_padded_act1(s, act1, row0, n, stride, tile);
+  FUSED_PHASE(1);
   // One channel a warp (small batches): the block's channels' weights into shared memory first,
   // [input channel][tap][warp], in one pass of loads all in flight (read from L1/L2 a tap at a
-  // time, each warp waited on them in turn: 31 us of a batch of one on the H100).
-  const int k2p = fused_k2_pad(&s), warps = blockDim.x / 32, taps = FUSED_CONV * FUSED_CONV;
-  float* weights = tile + per_block * stride;
-  if (kGroup == 1)
-    for (int i = threadIdx.x; i < s.k1 * taps * warps; i += blockDim.x)
-      weights[i] = __ldg(w2t + (size_t)(i / warps) * k2p + group * warps + i % warps);
+  // time, each warp waited on them in turn: 31 us of a batch of one on the H100). 4 or 8 warps
+  // take whole 16-byte units (k2p is a multiple of 8), without an element's divisions.
+  const int k2p = fused_k2_pad(&s), taps = FUSED_CONV * FUSED_CONV;
+  float* weights = tile + (per_block * stride + 3) / 4 * 4;
+  if (kGroup == 1) {
+    const float* first = w2t + group * warps;
+    if (warps == 4 || warps == 8) {
+      const int shift = warps / 8;  // 16-byte units a row: 1 << shift
+      block_batched<8, float4>(
+          s.k1 * taps << shift,
+          [&](int i) {
+            return __ldg(reinterpret_cast<const float4*>(first + (size_t)(i >> shift) * k2p) +
+                         (i & shift));
+          },
+          [&](int i, float4 v) { reinterpret_cast<float4*>(weights)[i] = v; });
+    } else {
+      block_batched<8, float>(
+          s.k1 * taps * warps,
+          [&](int i) { return __ldg(first + (size_t)(i / warps) * k2p + i % warps); },
+          [&](int i, float v) { weights[i] = v; });
+    }
+  }
+  copy_wait();
   __syncthreads();
+  FUSED_PHASE(2);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int c = lane / positions, pos = lane % positions;
   const int k0 = (group * warps + warp) * kGroup;
-  if (c >= n || k0 >= s.k2) return;
+  if (warp >= warps || c >= n || k0 >= s.k2) return;
   const int py = pos / s.p2_w, px = pos % s.p2_w;
   float acc[kGroup][4];
 #pragma unroll
@@ -260,6 +324,7 @@ __device__ __forceinline__ void stage2_block(const fused_shape& s, const float* 
       out[(size_t)k * positions] = relu_if(s.relu2, m + b2[k]);
     }
   }
+  FUSED_PHASE(3);
 }
 
 template <int kGroup>
@@ -267,7 +332,7 @@ __global__ void __launch_bounds__(kThreads)
     stage2_kernel(fused_shape s, const float* __restrict__ w2t, const float* __restrict__ b2,
                   const float* __restrict__ act1, int rows, float* __restrict__ act2) {
   extern __shared__ float tile[];
-  stage2_block<kGroup>(s, w2t, b2, act1, rows, act2, blockIdx.x, blockIdx.y, tile);
+  stage2_block<kGroup>(s, w2t, b2, act1, rows, act2, blockIdx.x, blockIdx.y, blockDim.x / 32, tile);
 }
 
 // fp32, batches that fill the GPU (the "wide" kernels): conv2 as a register-tiled implicit GEMM.
@@ -452,7 +517,7 @@ __device__ __forceinline__ int ldmatrix_row(int lane) { return (lane & 7) + (lan
 // kSharedB (the small batches' kernel, where a block's few warps would otherwise wait on L2 for
 // every k step's fragments): the packed weights are first copied whole into shared memory after
 // the tile (packed_conv2 bytes more).
-template <bool kSharedB>
+template <bool kSharedB, int kTiles>
 __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2* __restrict__ w2h,
                                               const float* __restrict__ b2, const __half* act1,
                                               int rows, __half* act2, int copies, int per_block,
@@ -475,10 +540,12 @@ __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2*
     uint4* to = reinterpret_cast<uint4*>(tile + (size_t)per_block * (s.p1_h + 2 * s.pad2) *
                                                     (s.p1_w + 2 * s.pad2) * stage2h_pixel_pitch(s));
     const int units = ksteps * fused_k2_pad(&s) / 8 * 32 / 2;
-    for (int i = threadIdx.x; i < units; i += blockDim.x)
-      to[i] = __ldg(reinterpret_cast<const uint4*>(w2h) + i);
+    block_batched<8, uint4>(
+        units, [&](int i) { return __ldg(reinterpret_cast<const uint4*>(w2h) + i); },
+        [&](int i, uint4 v) { to[i] = v; });
     weights = reinterpret_cast<const uint2*>(to);
   }
+  FUSED_PHASE(1);
   // The copies' rows over the warps, a row's 16-byte units over the lanes: the divisions (by
   // run-time sizes, tens of instructions each) once a thread, not once a unit.
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -497,7 +564,11 @@ __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2*
     }
   }
   __syncthreads();
-  const int c = warp / (pairs * parts), pair = warp % pairs, part = warp / pairs % parts;
+  FUSED_PHASE(2);
+  // All 8 tiles a warp (the engine's kernel) is one part: part 0 at compile time, the tiles'
+  // offsets constants.
+  const int c = warp / (pairs * parts), pair = warp % pairs;
+  const int part = kTiles == FUSED_MAX_K2 / 8 ? 0 : warp / pairs % parts;
   if (c >= n) return;
   const int positions = s.p2_h * s.p2_w, ntiles = fused_k2_pad(&s) / 8;
   const uint32_t copy_addr =
@@ -512,20 +583,24 @@ __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2*
     row_addr[mt] = copy_addr + (cy * pitch + cx) * pp * 2;
   }
   const uint32_t zero_addr = (uint32_t)__cvta_generic_to_shared(zero);
-  float acc[2][FUSED_MAX_K2 / 8][4];
+  // The warp's n tiles: part, part + parts, ... (kTiles of them at most: the engine's kernel
+  // one part, all 8; the small batches' kernel 2 or 4, whose accumulators and epilogue code,
+  // all 8 tiles' predicated, took registers and instruction fetches for nothing).
+  float acc[2][kTiles][4];
 #pragma unroll
   for (int mt = 0; mt < 2; mt++)
 #pragma unroll
-    for (int nt = 0; nt < FUSED_MAX_K2 / 8; nt++)
-      acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
-  // The weights' pointer advanced a k step at a time, n tiles at constant offsets from it: an
-  // index computed afresh for each load cost ~8 integer instructions a load (70 a k step, for
-  // 14 mma).
-  // This warp's n tiles as a mask (a run-time modulo per tile per k step cost ~20 instructions
-  // each where parts is not a constant).
-  unsigned mine = 0;
-  for (int nt = part; nt < ntiles; nt += parts) mine |= 1u << nt;
-  const uint2* b = weights + lane;
+    for (int j = 0; j < kTiles; j++)
+      acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.0f;
+  // The weights' pointer advanced a k step at a time, the warp's n tiles at offsets from it
+  // computed once: an index computed afresh for each load cost ~8 integer instructions a load
+  // (70 a k step, for 14 mma), a run-time modulo per tile ~20.
+  const int tile_parts = kTiles == FUSED_MAX_K2 / 8 ? 1 : parts;
+  unsigned mine = 0;  // which of the kTiles are real
+#pragma unroll 1
+  for (int j = 0; j < kTiles && part + j * tile_parts < ntiles; j++) mine |= 1u << j;
+  const uint2* b = weights + lane + part * 32;
+  const int tile_step = tile_parts * 32;
   for (int ks = 0; ks < ksteps; ks++, b += ntiles * 32) {
     const int kg = 2 * ks + lane / 16;
     const bool real = kg < kgroups;  // an odd count of k groups ends in a half step of zeros
@@ -534,11 +609,11 @@ __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2*
     ldmatrix_x4(a[0], real ? row_addr[0] + offset : zero_addr);
     ldmatrix_x4(a[1], real ? row_addr[1] + offset : zero_addr);
 #pragma unroll
-    for (int nt = 0; nt < FUSED_MAX_K2 / 8; nt++)
-      if (mine >> nt & 1) {
-        const uint2 f = kSharedB ? b[nt * 32] : __ldg(b + nt * 32);
-        mma_16816(acc[0][nt], a[0], f);
-        mma_16816(acc[1][nt], a[1], f);
+    for (int j = 0; j < kTiles; j++)
+      if (mine >> j & 1) {
+        const uint2 f = kSharedB ? b[j * tile_step] : __ldg(b + j * tile_step);
+        mma_16816(acc[0][j], a[0], f);
+        mma_16816(acc[1][j], a[1], f);
       }
   }
   const int g = lane / 4, t = lane % 4, a2p = fused_act2_pitch(&s);
@@ -548,10 +623,11 @@ __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2*
 #pragma unroll
   for (int mt = 0; mt < 2; mt++)
 #pragma unroll
-    for (int nt = 0; nt < FUSED_MAX_K2 / 8; nt++)
-      if (mine >> nt & 1) {
-        float v[2] = {nan_max(acc[mt][nt][0], acc[mt][nt][2]),
-                      nan_max(acc[mt][nt][1], acc[mt][nt][3])};
+    for (int j = 0; j < kTiles; j++)
+      if (mine >> j & 1) {
+        const int nt = part + j * tile_parts;
+        float v[2] = {nan_max(acc[mt][j][0], acc[mt][j][2]),
+                      nan_max(acc[mt][j][1], acc[mt][j][3])};
         v[0] = nan_max(v[0], __shfl_xor_sync(0xffffffffu, v[0], 4));
         v[1] = nan_max(v[1], __shfl_xor_sync(0xffffffffu, v[1], 4));
         const int p = (pair * 2 + mt) * 4 + g / 2;
@@ -562,13 +638,15 @@ __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2*
             if (k < s.k2) out[k * positions + p] = __float2half_rn(relu_if(s.relu2, v[h] + b2[k]));
           }
       }
+  FUSED_PHASE(3);
 }
 
 __global__ void __launch_bounds__(kThreads)
     stage2h_kernel(fused_shape s, const uint2* __restrict__ w2h, const float* __restrict__ b2,
                    const __half* __restrict__ act1, int rows, __half* __restrict__ act2) {
   extern __shared__ __align__(16) unsigned char smem[];
-  stage2h_block<false>(s, w2h, b2, act1, rows, act2, blockIdx.x, fused_stage2_copies(&s), 1, smem);
+  stage2h_block<false, FUSED_MAX_K2 / 8>(s, w2h, b2, act1, rows, act2, blockIdx.x,
+                                         fused_stage2_copies(&s), 1, smem);
 }
 
 // ---- stage 3: fc1 + ReLU + [LRN] + fc2 + softmax + merge ------------------------------------------
@@ -583,6 +661,14 @@ __global__ void __launch_bounds__(kThreads)
 
 constexpr int kPerLane = FUSED_MAX_FC1 / 32;
 
+// Stage 3b's rows in shared memory: kRowLead zeros, fc_out values, zeros up to the pitch (at
+// least kLrnMost / 2 of them and the rest of the last 32 outputs), a multiple of 4 floats so that
+// every row starts 16-byte aligned.
+constexpr int kRowLead = 4;
+__host__ __device__ inline int stage3_pitch(const fused_shape& s) {
+  return kRowLead + (s.fc_out + 31) / 32 * 32 + 4;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
@@ -593,75 +679,118 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-// After fc1 (hidden: the block's rows x fc_out, ReLU applied; a barrier since): one warp per
-// row for LRN from fc1's outputs, fc2 (lane l the outputs l, l + 32, ..., a warp sum per class,
-// two classes at a time so that their shuffles overlap) and softmax over the lanes; then the
-// merge, a thread per (image, class) for the merged vector (kept in shared memory: the records
-// may be mapped host memory, too far to read back) and a thread per image for the rest
-// (merge_core.h's steps, each value as merge_image computes it). The same in both precisions.
-// LRN windows of up to kLrnMost terms are unrolled, their terms predicated (a run-time loop per
-// output waited on each load in turn); the terms and their order are the loop's.
-constexpr int kLrnMost = 8;
+// u / d for 0 <= u, d < 2^16 by a multiplication: d's reciprocal rounded up, exact in that range
+// (a run-time division is ~20 dependent instructions).
+struct small_div {
+  unsigned d, inverse;
+  __device__ explicit small_div(int d_) : d(d_), inverse(0xffffffffu / d_ + 1) {}
+  __device__ int operator()(int u) const { return d == 1 ? u : (int)__umulhi((unsigned)u, inverse); }
+};
+
+// After fc1: hidden holds the block's rows in shared memory, ReLU applied (a barrier since),
+// row r's outputs at hidden[r stage3_pitch + kRowLead + o], zeros on both sides. In three
+// steps over all the block's warps (one warp a row, the variant before, left a batch of one's
+// five rows on five warps, and its clamped and predicated indices made ~11 instructions of
+// every LRN term; 6.6 us on the H100):
+//  - LRN in place, whole rows a round (a window never leaves its row), a warp a (row, 32
+//    outputs) unit: a round's values into registers, a barrier, then written back. A window's
+//    terms read the zeros beside the row where it runs over an end: fma(0, 0, sum) is sum
+//    (sum >= +0), the same bits as leaving them out. Windows of up to kLrnMost terms are
+//    unrolled, the terms beyond lrn_n selected away;
+//  - fc2 a warp a (row, four classes): lane l the outputs l, l + 32, ... in order (the lanes
+//    beyond fc_out multiply zeros: the sums unchanged), the four sums' shuffles interleaved,
+//    the logits into probs;
+//  - softmax a warp a row, over the lanes.
+// Then the merge, a thread per (image, class) for the merged vector (kept in shared memory: the
+// records may be mapped host memory, too far to read back) and a thread per image for the rest
+// (merge_core.h's steps, each value as merge_image computes it). Every value is the same
+// sequence of operations whichever warp computes it: the same bits in both precisions and in
+// every kernel that calls this. Loops are kept rolled where the code runs once an item: in the
+// small batches' kernel it runs cold, on an SM that never ran it, and unrolled code waited on
+// instruction fetch (tests/bench/NOTES.md).
+constexpr int kLrnMost = 8, kLrnUnits = 8;
 
 __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merge, const float* __restrict__ w4,
-                            const float* __restrict__ b4, const float* hidden, float* probs,
+                            const float* __restrict__ b4, float* hidden, float* probs,
                             float* merged, int images, int image0, size_t record_size,
                             unsigned char* __restrict__ records) {
-  const int rows = images * s.copies;
+  const int rows = images * s.copies, pitch = stage3_pitch(s);
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
-  const int before = (s.lrn_n - 1) / 2, after = s.lrn_n - 1 - before;
-  for (int r = warp; r < rows; r += kWarps) {
-    const float* h = hidden + r * s.fc_out;
-    float y[kPerLane];
+  if (s.lrn) {
+    const int before = (s.lrn_n - 1) / 2, after = s.lrn_n - 1 - before;
+    const int chunks = (s.fc_out + 31) / 32, round = max(1, kWarps * kLrnUnits / chunks);
+    const small_div by_chunks(chunks);
+    for (int r0 = 0; r0 < rows; r0 += round) {
+      const int units = min(round, rows - r0) * chunks;
+      float y[kLrnUnits];
 #pragma unroll
-    for (int j = 0; j < kPerLane; j++) {
-      const int o = j * 32 + lane;
-      y[j] = 0.0f;
-      if (o < s.fc_out) {
-        y[j] = h[o];
-        if (s.lrn) {
-          float sum = 0.0f;
-          if (s.lrn_n <= kLrnMost) {
+      for (int j = 0; j < kLrnUnits; j++) {
+        const int u = warp + j * kWarps;
+        if (u >= units) break;
+        const int r = by_chunks(u), o = (u - r * chunks) * 32 + lane;
+        const float* h = hidden + (r0 + r) * pitch + kRowLead + o;  // h[0]: output o
+        float sum = 0.0f;
+        if (s.lrn_n <= kLrnMost) {
 #pragma unroll
-            for (int d = 0; d < kLrnMost; d++) {
-              const int q = o - before + d;
-              if (d < s.lrn_n && q >= 0 && q < s.fc_out) sum = __fmaf_rn(h[q], h[q], sum);
-            }
-          } else {
-            const int lo = max(o - before, 0), hi = min(o + after, s.fc_out - 1);
-            for (int q = lo; q <= hi; q++) sum = __fmaf_rn(h[q], h[q], sum);
+          for (int d = 0; d < kLrnMost; d++) {
+            const float v = h[d - before];
+            const float term = __fmaf_rn(v, v, sum);
+            sum = d < s.lrn_n ? term : sum;
           }
-          // y / (k + alpha sum)^beta as y 2^(-beta log2(k + alpha sum)): the hardware's log2
-          // and exp2 (~2 ulp) instead of powf and a division, which made most of stage 3's
-          // instructions.
-          y[j] *= exp2f(-s.lrn_beta * __log2f(s.lrn_k + s.lrn_alpha_n * sum));
+        } else {
+          const int lo = max(o - before, 0) - o, hi = min(o + after, s.fc_out - 1) - o;
+          for (int q = lo; q <= hi; q++) sum = __fmaf_rn(h[q], h[q], sum);
         }
+        // y / (k + alpha sum)^beta as y 2^(-beta log2(k + alpha sum)): the hardware's log2
+        // and exp2 (~2 ulp) instead of powf and a division, which made most of stage 3's
+        // instructions.
+        y[j] = h[0] * exp2f(-s.lrn_beta * __log2f(s.lrn_k + s.lrn_alpha_n * sum));
       }
-    }
-    float logit = -INFINITY;
-    for (int c = 0; c < s.classes; c += 2) {
-      const bool two = c + 1 < s.classes;
-      const float* w0 = w4 + (size_t)c * s.fc_out;
-      const float* w1 = two ? w0 + s.fc_out : w0;
-      float p0 = 0.0f, p1 = 0.0f;
+      __syncthreads();
 #pragma unroll
-      for (int j = 0; j < kPerLane; j++) {
-        const int o = j * 32 + lane;
-        if (o < s.fc_out) p0 = __fmaf_rn(w0[o], y[j], p0), p1 = __fmaf_rn(w1[o], y[j], p1);
+      for (int j = 0; j < kLrnUnits; j++) {
+        const int u = warp + j * kWarps;
+        if (u >= units) break;
+        const int r = by_chunks(u), o = (u - r * chunks) * 32 + lane;
+        if (o < s.fc_out) hidden[(r0 + r) * pitch + kRowLead + o] = y[j];
       }
-      for (int offset = 16; offset > 0; offset >>= 1) {  // warp_sum of each, interleaved
-        p0 += __shfl_xor_sync(0xffffffffu, p0, offset);
-        p1 += __shfl_xor_sync(0xffffffffu, p1, offset);
-      }
-      if (lane == c) logit = p0 + b4[c];
-      if (two && lane == c + 1) logit = p1 + b4[c + 1];
+      __syncthreads();
     }
-    const float top = warp_max(lane < s.classes ? logit : -INFINITY);
+  }
+  const int quads = (s.classes + 3) / 4;
+  const small_div by_quads(quads);
+  for (int task = warp; task < rows * quads; task += kWarps) {
+    const int r = by_quads(task), c0 = (task - r * quads) * 4;
+    const float* y = hidden + r * pitch + kRowLead;
+    const float* w[4];
+#pragma unroll
+    for (int q = 0; q < 4; q++) w[q] = w4 + (size_t)min(c0 + q, s.classes - 1) * s.fc_out;
+    float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+    for (int j = 0; j < kPerLane; j++) {
+      const int o = j * 32 + lane, oc = min(o, s.fc_out - 1);  // y[o] beyond fc_out: zeros
+      if (j * 32 >= s.fc_out) break;
+      const float v = y[o];
+#pragma unroll
+      for (int q = 0; q < 4; q++) p[q] = __fmaf_rn(w[q][oc], v, p[q]);
+    }
+    for (int offset = 16; offset > 0; offset >>= 1)  // warp_sum of each, interleaved
+#pragma unroll
+      for (int q = 0; q < 4; q++) p[q] += __shfl_xor_sync(0xffffffffu, p[q], offset);
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+      if (lane == q && c0 + q < s.classes) probs[r * s.classes + c0 + q] = p[q] + b4[c0 + q];
+  }
+  __syncthreads();
+  for (int r = warp; r < rows; r += kWarps) {
+    const float logit = lane < s.classes ? probs[r * s.classes + lane] : -INFINITY;
+    const float top = warp_max(logit);
     const float e = lane < s.classes ? expf(logit - top) : 0.0f;
     const float sum = warp_sum(e);
     if (lane < s.classes) probs[r * s.classes + lane] = e / sum;
   }
   __syncthreads();
+  FUSED_PHASE(2);
 
   for (int i = t; i < images * s.classes; i += kThreads) {
     const int image = i / s.classes, k = i % s.classes;
@@ -674,12 +803,14 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
                              sizeof(ttp_result))[k] = merged[i];
   }
   __syncthreads();
+  FUSED_PHASE(3);
   if (t < images) {
     ttp_result result;
     merge_finish(merge, probs + t * s.copies * s.classes, s.copies, s.classes,
                  merged + t * s.classes, &result);
     *reinterpret_cast<ttp_result*>(records + (size_t)(image0 + t) * record_size) = result;
   }
+  FUSED_PHASE(4);
 }
 
 // fp32 fc1 for batches too small for the GEMM: a block takes 32 outputs of 8 rows, thread
@@ -731,16 +862,27 @@ __device__ __forceinline__ void fc1n_block(const fused_shape& s, const float* __
   load(0);
   store(0);
   __syncthreads();
+  FUSED_PHASE(1);
+  // Shared memory's bandwidth sets the pace (a warp's weight load per k is 128 bytes, one
+  // cycle of the SM's): the warps of rows beyond the batch skip the loop, and a row's inputs
+  // come four k at a time.
+  const bool live = row0 + warp < rows;
   for (int k0 = 0, buf = 0; k0 < s.fc_in; k0 += kNarrowK, buf ^= 1) {
     const bool more = k0 + kNarrowK < s.fc_in;
     if (more) load(k0 + kNarrowK);
     const int kn = min(kNarrowK, s.fc_in - k0);
     // Unrolled, so that the shared-memory loads run ahead of the chain of multiply-adds (one
     // at a time, each waited on its loads: 30 cycles a k).
-    if (kn == kNarrowK) {
-#pragma unroll 16
-      for (int k = 0; k < kNarrowK; k++) acc = __fmaf_rn(w[buf][k][lane], x[buf][warp][k], acc);
-    } else {
+    if (live && kn == kNarrowK) {
+#pragma unroll 4
+      for (int k = 0; k < kNarrowK; k += 4) {
+        const float4 in = *reinterpret_cast<const float4*>(&x[buf][warp][k]);
+        acc = __fmaf_rn(w[buf][k][lane], in.x, acc);
+        acc = __fmaf_rn(w[buf][k + 1][lane], in.y, acc);
+        acc = __fmaf_rn(w[buf][k + 2][lane], in.z, acc);
+        acc = __fmaf_rn(w[buf][k + 3][lane], in.w, acc);
+      }
+    } else if (live) {
       for (int k = 0; k < kn; k++) acc = __fmaf_rn(w[buf][k][lane], x[buf][warp][k], acc);
     }
     if (more) store(buf ^ 1);
@@ -748,6 +890,96 @@ __device__ __forceinline__ void fc1n_block(const fused_shape& s, const float* __
   }
   const int o = o0 + lane, r = row0 + warp;
   if (o < s.fc_out && r < rows) hidden[(size_t)r * s.fc_out + o] = relu_if(1, acc + b3[o]);
+  FUSED_PHASE(3);
+}
+
+// fp32 fc1 in the small batches' kernel where a block holds all of K: 32 outputs x 4 rows an
+// item, thread (output lane, row warp) of the first four warps (one a scheduler), each output's
+// sum in order over k from zero as fc1n_block's and fc1f_kernel's (the same bits). The item's
+// weights (LeNet: 100 KB, contiguous in w3b) come into shared memory in kWholeChunks bulk copies
+// (bulk_copy: one instruction each) and its inputs by cp.async, all issued at once, each chunk's
+// arithmetic starting when it has landed. Measured at a batch of one on the H100 (item time,
+// bench_small_trace): fc1n_block's chunks, an L2 round trip and a barrier each in turn, 10.3 us;
+// all of K in one round trip, 16-byte cp.async, 8 rows, 7.1 us; chunked, 4 rows, 7.6 us (every
+// thread spent ~40% of the item issuing its cp.async); bulk copies, 6.2 us. smem: fc1w_shared.
+constexpr int kWholeRows = 4, kWholeChunks = 4;
+
+// The small batches' kernel's shared memory at most: it stages weights where they fit (LeNet:
+// 68 KB of conv2's fp16 fragments, 20 KB of fc2's, fp32 fc1's 100 KB an item).
+constexpr size_t kSmallShared = 160 * 1024;
+
+__host__ __device__ inline int fc1w_chunk(const fused_shape& s) {  // k a chunk, a multiple of 4
+  return ((s.fc_in + kWholeChunks - 1) / kWholeChunks + 3) / 4 * 4;
+}
+
+__host__ __device__ inline size_t fc1w_shared(const fused_shape& s) {
+  return sizeof(float) * kWholeChunks * fc1w_chunk(s) * (kNarrowOut + kWholeRows);
+}
+
+// Whether the small batches' kernel takes fp32 fc1 by fc1w_block: 16-byte rows, and room.
+__host__ __device__ inline bool small_fc1_whole(const fused_shape& s) {
+  return !s.half && s.fc_in % 4 == 0 && s.fc_out % 4 == 0 && fc1w_shared(s) <= kSmallShared;
+}
+
+__device__ __forceinline__ void fc1w_block(const fused_shape& s, const float* __restrict__ w3b,
+                                           const float* __restrict__ b3, const float* act2,
+                                           int rows, float* hidden, int outs, int row_group,
+                                           float* smem) {
+  __shared__ unsigned long long bars[kWholeChunks];
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32, chunk = fc1w_chunk(s);
+  const int o0 = outs * kNarrowOut, row0 = row_group * kWholeRows;
+  float* w = smem;                                        // [k][output]
+  float* x = smem + kWholeChunks * chunk * kNarrowOut;    // [row][k]
+  const int k_all = kWholeChunks * chunk, units = chunk / 4;  // a chunk's 16-byte units a row
+  const small_div by_units(units);
+  for (int c = 0; c < kWholeChunks; c++) bulk_init(&bars[c]);
+  __syncthreads();
+  const float* from = w3b + (size_t)outs * s.fc_in * kNarrowOut;
+#pragma unroll
+  for (int c = 0; c < kWholeChunks; c++) {
+    const int k0 = c * chunk, k1 = min(s.fc_in, k0 + chunk);
+    if (k1 > k0)
+      bulk_copy(w + k0 * kNarrowOut, from + (size_t)k0 * kNarrowOut,
+                (int)sizeof(float) * (k1 - k0) * kNarrowOut, &bars[c]);
+    for (int i = t; i < kWholeRows * units; i += kThreads) {
+      const int r = by_units(i), k = k0 + (i - r * units) * 4;
+      float* to = x + r * k_all + k;
+      if (row0 + r < rows && k < s.fc_in)
+        copy16_async(to, act2 + (size_t)(row0 + r) * s.fc_in + k);
+      else
+        *reinterpret_cast<float4*>(to) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  }
+  const int o = o0 + lane, r = row0 + warp;
+  const bool live = warp < kWholeRows && r < rows;
+  const float* in = x + warp * k_all;
+  const float* wl = w + lane;
+  float acc = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kWholeChunks; c++) {
+    // Chunk c landed: this thread's input copies, the weights' copy, then everyone's.
+    if (c == 0) asm volatile("cp.async.wait_group %0;\n" ::"n"(kWholeChunks - 1) : "memory");
+    if (c == 1) asm volatile("cp.async.wait_group %0;\n" ::"n"(kWholeChunks - 2) : "memory");
+    if (c == 2) asm volatile("cp.async.wait_group %0;\n" ::"n"(kWholeChunks - 3) : "memory");
+    if (c == 3) asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    const int end = min(s.fc_in, (c + 1) * chunk);
+    if (end > c * chunk) bulk_wait(&bars[c]);
+    __syncthreads();
+    if (!live) continue;
+#pragma unroll 4
+    for (int k = c * chunk; k < end; k += 4) {  // fc_in is a multiple of 4
+      const float4 v = *reinterpret_cast<const float4*>(in + k);
+      acc = __fmaf_rn(wl[k * kNarrowOut], v.x, acc);
+      acc = __fmaf_rn(wl[(k + 1) * kNarrowOut], v.y, acc);
+      acc = __fmaf_rn(wl[(k + 2) * kNarrowOut], v.z, acc);
+      acc = __fmaf_rn(wl[(k + 3) * kNarrowOut], v.w, acc);
+    }
+  }
+  if (live && o < s.fc_out) hidden[(size_t)r * s.fc_out + o] = relu_if(1, acc + b3[o]);
+  __syncthreads();  // nobody waits on the barriers any more
+  for (int c = 0; c < kWholeChunks; c++) bulk_done(&bars[c]);
+  FUSED_PHASE(3);
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -929,18 +1161,27 @@ __device__ __forceinline__ void stage3b_block(const fused_shape& s, int per_bloc
                                               int count, size_t record_size,
                                               unsigned char* records, int group, float* rows_of) {
   const int image0 = group * per_block, images = min(per_block, count - image0);
-  const int n = images * s.copies * s.fc_out;
+  const int rows = images * s.copies, pitch = stage3_pitch(s);
   const float* from = hidden + (size_t)image0 * s.copies * s.fc_out;
-  for (int i = threadIdx.x; i < n; i += kThreads) rows_of[i] = from[i];
-  float* probs = rows_of + per_block * s.copies * s.fc_out;
-  float* merged = probs + per_block * s.copies * s.classes;
+  for (int r = 0; r < rows; r++)
+    block_copy_async(from + (size_t)r * s.fc_out, rows_of + r * pitch + kRowLead, s.fc_out);
+  const int pad = pitch - s.fc_out;  // a row's zeros: kRowLead before it, the rest after
+  const small_div by_pad(pad);
+  for (int i = threadIdx.x; i < rows * pad; i += kThreads) {
+    const int r = by_pad(i), j = i - r * pad;
+    rows_of[r * pitch + (j < kRowLead ? j : s.fc_out + j)] = 0.0f;
+  }
+  float* probs = rows_of + per_block * s.copies * pitch;
   const float* w = w4;
   if (kSharedW) {
-    float* to = merged + per_block * s.classes;
-    for (int i = threadIdx.x; i < s.classes * s.fc_out; i += kThreads) to[i] = __ldg(w4 + i);
-    w = to;
+    block_copy_async(w4, probs, s.classes * s.fc_out);
+    w = probs;
+    probs += s.classes * s.fc_out;
   }
+  float* merged = probs + per_block * s.copies * s.classes;
+  copy_wait();
   __syncthreads();
+  FUSED_PHASE(1);
   stage3_tail(s, merge, w, b4, rows_of, probs, merged, images, image0, record_size, records);
 }
 
@@ -958,7 +1199,7 @@ __global__ void __launch_bounds__(kThreads)
 // A batch of one costs more in launches and in the gaps between them than in arithmetic (five
 // copies are 23 MFLOP: microseconds of one SM). So small batches (fused_small) run the four
 // stages in one kernel: each stage's work cut into items, block-sized pieces of the stages'
-// own bodies above (stage1_block, stage2_block or stage2h_block, fc1n_block or fc1h_item,
+// own bodies above (stage1_block, stage2_block or stage2h_block, fc1w_block, fc1n_block or fc1h_item,
 // stage3b_block), so that every output is the same sequence of operations as in the engine's
 // kernels: the same bits. Blocks take items in order from a ticket counter, and an item of a
 // stage waits until every item of the stage before it is done. Every item a block waits on
@@ -972,6 +1213,15 @@ __global__ void __launch_bounds__(kThreads)
 // stage p's count of items done reaches (L + 1) items_p. Activations written in the launch are
 // read with plain loads (never through the non-coherent read-only path).
 
+// fp32 conv2's channels an item: one a warp, four warps of the block (one a scheduler: with all
+// eight, two warps shared each scheduler's issue and a batch of one's items took twice as long).
+constexpr int kSmallConv2Warps = 4;
+
+// fp32 fc1's rows an item (fc1w_block or fc1n_block).
+__host__ __device__ inline int fc1_rows(const fused_shape& s) {
+  return small_fc1_whole(s) ? kWholeRows : kNarrowRows;
+}
+
 struct small_plan {
   int items[4];  // stage 1 (a copy), 2, fc1, stage 3b (an image)
   int total;
@@ -983,9 +1233,10 @@ __host__ __device__ inline small_plan small_plan_of(const fused_shape& s, int co
   p.items[0] = rows;
   p.items[1] = s.half ? rows
                       : (rows + fused_stage2_copies(&s) - 1) / fused_stage2_copies(&s) *
-                            ((s.k2 + kWarps - 1) / kWarps);
+                            ((s.k2 + kSmallConv2Warps - 1) / kSmallConv2Warps);
   p.items[2] = s.half ? (rows + 15) / 16 * (((s.fc_out + 7) / 8 + kWarps - 1) / kWarps)
-                      : (s.fc_out + kNarrowOut - 1) / kNarrowOut * ((rows + kNarrowRows - 1) / kNarrowRows);
+                      : (s.fc_out + kNarrowOut - 1) / kNarrowOut *
+                            ((rows + fc1_rows(s) - 1) / fc1_rows(s));
   p.items[3] = count;
   p.total = 0;
   for (int i = 0; i < 4; i++) p.total += p.items[i];
@@ -1019,6 +1270,7 @@ __device__ __forceinline__ void fc1h_item(const fused_shape& s, const uint2* __r
     const int r = tile_row * 16 + g + h / 2 * 8, k = nt * 8 + 2 * q + h % 2;
     if (r < rows && k < s.fc_out) hidden[(size_t)r * s.fc_out + k] = relu_if(1, acc[h] + b3[k]);
   }
+  FUSED_PHASE(3);
 }
 
 struct small_args {
@@ -1033,6 +1285,7 @@ struct small_args {
   unsigned char* records;
   size_t record_size;
   int w2_shared, w4_shared;  // conv2's (fp16) and fc2's weights staged in shared memory
+  int fc1_whole;             // fp32 fc1 by fc1w_block
   unsigned long long* sync;  // tickets, then each stage's items done
   unsigned long long* trace; // NULL, or per item: taken, started (its wait over), done (ns),
                              // stage + 16 x the item's SM clock cycles
@@ -1064,14 +1317,18 @@ __device__ __forceinline__ void small_item(const small_args& a, int stage, int i
       const int parts = kWarps / fused_stage2_tile_pairs(&s);
       const uint2* w2h = static_cast<const uint2*>(a.w.w2h);
       const __half* in = static_cast<const __half*>(a.act1);
-      if (a.w2_shared)
-        stage2h_block<true>(s, w2h, a.w.b2, in, rows, static_cast<__half*>(a.act2), i, 1, parts, smem);
+      __half* out = static_cast<__half*>(a.act2);
+      // parts >= 2: fused_stage2_tile_pairs is at most 4 (FUSED_MAX_P2Q2 positions).
+      if (a.w2_shared && parts >= 4)
+        stage2h_block<true, 2>(s, w2h, a.w.b2, in, rows, out, i, 1, parts, smem);
+      else if (a.w2_shared)
+        stage2h_block<true, 4>(s, w2h, a.w.b2, in, rows, out, i, 1, parts, smem);
       else
-        stage2h_block<false>(s, w2h, a.w.b2, in, rows, static_cast<__half*>(a.act2), i, 1, parts, smem);
+        stage2h_block<false, 4>(s, w2h, a.w.b2, in, rows, out, i, 1, parts, smem);
     } else {
-      const int groups = (s.k2 + kWarps - 1) / kWarps;
+      const int groups = (s.k2 + kSmallConv2Warps - 1) / kSmallConv2Warps;
       stage2_block<1>(s, a.w.w2t, a.w.b2, static_cast<const float*>(a.act1), rows,
-                      static_cast<float*>(a.act2), i / groups, i % groups, f);
+                      static_cast<float*>(a.act2), i / groups, i % groups, kSmallConv2Warps, f);
     }
   } else if (stage == 2) {
     if (kHalf) {
@@ -1080,8 +1337,12 @@ __device__ __forceinline__ void small_item(const small_args& a, int stage, int i
                 rows, a.hidden, i / groups, i % groups);
     } else {
       const int outs = (s.fc_out + kNarrowOut - 1) / kNarrowOut;
-      fc1n_block(s, a.w.w3t, a.w.b3, static_cast<const float*>(a.act2), rows, a.hidden, i % outs,
-                 i / outs, *reinterpret_cast<fc1n_shared*>(smem));
+      const float* in = static_cast<const float*>(a.act2);
+      if (a.fc1_whole)
+        fc1w_block(s, a.w.w3b, a.w.b3, in, rows, a.hidden, i % outs, i / outs, f);
+      else
+        fc1n_block(s, a.w.w3t, a.w.b3, in, rows, a.hidden, i % outs, i / outs,
+                   *reinterpret_cast<fc1n_shared*>(smem));
     }
   } else {
     if (a.w4_shared)
@@ -1119,10 +1380,14 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(small_args a) {
         ready = stage;
       }
       if (a.trace) started = global_ns(), cycles = clock64();
+#ifdef FUSED_PHASES
+      fused_phase_stage[blockIdx.x] = stage, fused_phase_base[blockIdx.x] = clock64();
+#endif
     }
     __syncthreads();
     small_item<kHalf>(a, stage, item, smem);
     __syncthreads();  // the item's writes are issued
+    FUSED_PHASE(15);
     if (threadIdx.x == 0) {
       __threadfence();
       atomicAdd(a.sync + 1 + stage, 1ull);
@@ -1157,6 +1422,18 @@ __global__ void pack_conv2_kernel(fused_shape s, const float* __restrict__ w2t, 
     const int kg = k / 8, tap = kg / cblocks, ci = kg % cblocks * 8 + k % 8;
     const bool real = tap < FUSED_CONV * FUSED_CONV && ci < s.k1 && n < s.k2;
     out[i] = __float2half_rn(real ? w2t[((size_t)ci * FUSED_CONV * FUSED_CONV + tap) * k2p + n] : 0.0f);
+  }
+}
+
+// fc1's fp32 weights in blocks of 32 outputs (fused_weights.w3b), zeros beyond fc_out.
+__global__ void pack_fc1_blocks_kernel(fused_shape s, const float* __restrict__ w3t, float* out) {
+  const int groups = (s.fc_out + kNarrowOut - 1) / kNarrowOut;
+  const size_t total = (size_t)groups * s.fc_in * kNarrowOut;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const int o = (int)(i / ((size_t)s.fc_in * kNarrowOut)) * kNarrowOut + (int)(i % kNarrowOut);
+    const int k = (int)(i / kNarrowOut % s.fc_in);
+    out[i] = o < s.fc_out ? w3t[(size_t)k * s.fc_out + o] : 0.0f;
   }
 }
 
@@ -1213,22 +1490,18 @@ size_t stage2_shared(const fused_shape& s) {
 
 // fp32's one-channel-a-warp stage 2 also holds its channels' weights.
 size_t stage2_one_shared(const fused_shape& s) {
-  return stage2_shared(s) + sizeof(float) * s.k1 * FUSED_CONV * FUSED_CONV * kWarps;
+  return stage2_shared(s) + sizeof(float) * (3 + s.k1 * FUSED_CONV * FUSED_CONV * kWarps);
 }
 
 // The rows, their probabilities and the merged vectors.
 size_t stage3b_shared(const fused_shape& s, int per_block) {
-  return sizeof(float) * per_block * ((size_t)s.copies * (s.fc_out + s.classes) + s.classes);
+  return sizeof(float) * per_block * ((size_t)s.copies * (stage3_pitch(s) + s.classes) + s.classes);
 }
 
 size_t packed_conv2(const fused_shape& s) {
   return sizeof(uint2) * 32 * stage2h_ksteps(s) * (fused_k2_pad(&s) / 8);
 }
 
-// The small batches' kernel: the weights it stages in shared memory where they fit in
-// kSmallShared (LeNet: 68 KB of conv2's fp16 fragments, 20 KB of fc2's), and the most any of
-// its items then needs.
-constexpr size_t kSmallShared = 160 * 1024;
 
 size_t small_stage2_shared(const fused_shape& s) {
   return s.half ? stage2h_shared(s, 1) : stage2_one_shared(s);
@@ -1244,7 +1517,7 @@ int small_w4_shared(const fused_shape& s) {
 
 size_t small_shared(const fused_shape& s) {
   const size_t stage2 = small_stage2_shared(s) + (small_w2_shared(s) ? packed_conv2(s) : 0);
-  const size_t fc1 = s.half ? 0 : sizeof(fc1n_shared);
+  const size_t fc1 = s.half ? 0 : small_fc1_whole(s) ? fc1w_shared(s) : sizeof(fc1n_shared);
   const size_t one = stage1_shared(s, 1);
   const size_t rest = stage3b_shared(s, 1) + (small_w4_shared(s) ? sizeof(float) * s.classes * s.fc_out : 0);
   return max(max(one, stage2), max(fc1, rest));
@@ -1253,13 +1526,22 @@ size_t small_shared(const fused_shape& s) {
 }  // namespace
 
 extern "C" size_t fused_packed_bytes(const fused_shape* s) {
-  if (!s->half) return 0;
+  if (!s->half)
+    return small_fc1_whole(*s) ? sizeof(float) * ((s->fc_out + kNarrowOut - 1) / kNarrowOut) *
+                                     s->fc_in * kNarrowOut
+                               : 0;
   return packed_conv2(*s) + sizeof(uint2) * 32 * (fused_act2_pitch(s) / 16) * ((s->fc_out + 7) / 8);
 }
 
 extern "C" ttp_status fused_pack_weights(const fused_shape* s, fused_weights* w, void* packed,
                                          cudaStream_t stream, ttp_err* e) {
-  if (!s->half) return TTP_OK;
+  if (!s->half) {
+    w->w3b = NULL;
+    if (!small_fc1_whole(*s)) return TTP_OK;
+    pack_fc1_blocks_kernel<<<256, kThreads, 0, stream>>>(*s, w->w3t, static_cast<float*>(packed));
+    w->w3b = static_cast<const float*>(packed);
+    return launched("fused weights' packing", e);
+  }
   __half* conv2 = static_cast<__half*>(packed);
   __half* fc1 = reinterpret_cast<__half*>(static_cast<unsigned char*>(packed) + packed_conv2(*s));
   pack_conv2_kernel<<<64, kThreads, 0, stream>>>(*s, w->w2t, conv2);
@@ -1386,6 +1668,8 @@ extern "C" ttp_status fused_small(const fused_shape* s, const aug_spec* spec, tt
                                   void* act1, void* act2, float* hidden, void* records,
                                   unsigned long long* sync, unsigned long long* trace,
                                   cudaStream_t stream, ttp_err* e) {
+  if (small_fc1_whole(*s) && !w->w3b)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "fused small batch: fc1's blocks not packed");
   const small_plan plan = small_plan_of(*s, count);
   /* A block per item where the GPU holds them all: a block's next item is taken while it works
      on one, so with fewer blocks an item may wait behind another of its own stage. */
@@ -1393,7 +1677,7 @@ extern "C" ttp_status fused_small(const fused_shape* s, const aug_spec* spec, tt
   const small_args a = {*s,     *spec, *w,     merge,  images,
                         count,  act1,  act2,   hidden, static_cast<unsigned char*>(records),
                         aug_merge_record_size(s->classes), small_w2_shared(*s),
-                        small_w4_shared(*s), sync, trace};
+                        small_w4_shared(*s), small_fc1_whole(*s), sync, trace};
   (s->half ? small_kernel<true> : small_kernel<false>)<<<blocks, kThreads, small_shared(*s), stream>>>(a);
   return launched("fused small batch", e);
 }

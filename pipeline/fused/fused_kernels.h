@@ -109,10 +109,14 @@ typedef struct fused_weights {
   /* fp16 only (fused_pack_weights): conv2's and fc1's weights as the tensor cores' B
      fragments, per (k step of 16, n tile of 8) 32 lanes of 4 halves. */
   const void *w2h, *w3h;
+  /* fp32, where the small batches' kernel takes fc1 whole (else NULL): fc1's weights in blocks
+     of 32 outputs, [fc_out / 32][fc_in][32], so that an item's are one contiguous copy. */
+  const float* w3b;
 } fused_weights;
 
-/* The bytes of fp16 packed weights (0 in fp32), and their packing from w's fp32 weights into
-   packed, which w2h and w3h then point into (run once, before the first launch). */
+/* The bytes of packed weights (fp16: fragments; fp32: fc1's blocks, or 0), and their packing
+   from w's fp32 weights into packed, which w2h and w3h or w3b then point into (run once, before
+   the first launch). */
 size_t fused_packed_bytes(const fused_shape* s);
 ttp_status fused_pack_weights(const fused_shape* s, fused_weights* w, void* packed,
                               cudaStream_t stream, ttp_err* e);

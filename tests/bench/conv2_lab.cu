@@ -101,6 +101,7 @@ __global__ void __launch_bounds__(kThreads)
   const int pitch = s.p1_w + 2 * s.pad2, plane = (s.p1_h + 2 * s.pad2) * pitch;
   const int row0 = blockIdx.x * per_block, n = min(per_block, rows - row0);
   load_padded_act1(s, act1, row0, n, s.k1 * plane, tile);
+  copy_wait();
   __syncthreads();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int c = lane / positions, pos = lane % positions;

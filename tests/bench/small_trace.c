@@ -35,6 +35,10 @@ static void trace_one(const model* m, ttp_precision precision, int images, test_
   double staged_ms = 0, small_ms = 0;
   CHECK(fused_run_pass(m, &c, images, 0, px, out, NULL, &staged_ms, &e) == TTP_OK, "%s", e.message);
   CHECK(fused_run_pass(m, &c, images, 1, px, out, NULL, &small_ms, &e) == TTP_OK, "%s", e.message);
+#ifdef FUSED_PHASES
+  void fused_phases_reset(void), fused_phases_print(void);
+  fused_phases_reset();
+#endif
   CHECK(fused_run_pass(m, &c, images, 1, px, out, trace, NULL, &e) == TTP_OK, "%s", e.message);
   unsigned long long t0 = ~0ull, end = 0;
   int total = 0;
@@ -66,6 +70,9 @@ static void trace_one(const model* m, ttp_precision precision, int images, test_
     printf("  %-10s %6d %10.2f %10.2f %10.2f %10.2f %10.0f\n", names[k], n, (lo - t0) / 1e3,
            (hi - t0) / 1e3, work / n / 1e3, wait / n / 1e3, cycles / work * 1e3);
   }
+#ifdef FUSED_PHASES
+  fused_phases_print();
+#endif
   free(px), free(out), free(trace);
 }
 
