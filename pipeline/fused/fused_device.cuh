@@ -60,7 +60,7 @@ __device__ __forceinline__ void copy_wait() { asm volatile("cp.async.wait_all;\n
 // after the block's last use of that shared memory (and a barrier since). Hopper: one thread
 // hands the whole copy to the TMA unit (cp.async.bulk), where 16-byte cp.async took every
 // thread ~14 instructions a copy (a batch of one's fc1 items spent ~40% of their time issuing
-// them); before Hopper, the block's cp.async in a commit group of its own.
+// them); before Hopper, the block's 16-byte cp.async, in the caller's current commit group.
 __device__ __forceinline__ void bulk_init(unsigned long long* bar) {
 #if __CUDA_ARCH__ >= 900
   if (threadIdx.x != 0) return;
@@ -138,9 +138,10 @@ __device__ __forceinline__ void block_copy_async(const float* from, float* to, i
 
 // Copies n rows of act1 (fp32 CHW, row0 first) into shared memory zero-padded by pad2 for conv2:
 // channel cc of copy c at tile + c stride + cc plane, plane = (P1 + 2 pad2) (Q1 + 2 pad2). The
-// whole block takes part; the caller waits (copy_wait) and synchronises before use. Unpadded (LeNet), a copy is one
-// contiguous block_copy_async; padded, each element's place takes run-time divisions (~100
-// instructions an element, most of a batch of one's stage 2 when every element paid them).
+// whole block takes part; the caller waits (copy_wait) and synchronises before use. Unpadded
+// (LeNet), a copy is one contiguous block_copy_async; padded, each element's place takes
+// run-time divisions (~100 instructions an element, most of a batch of one's stage 2 when every
+// element paid them).
 __device__ __forceinline__ void load_padded_act1(const fused_shape& s, const float* act1,
                                                  int row0, int n, int stride, float* tile) {
   const int pitch = s.p1_w + 2 * s.pad2, plane = (s.p1_h + 2 * s.pad2) * pitch;

@@ -150,8 +150,8 @@ int fused_supports_model(const model* m, const engine_config* c, char* why, size
 
 /* Batches up to this many images run in one launch (fused_small), larger ones in the stages'
    launches: where each was faster on the H100 (GPU time of the pass, bench_small_trace,
-   BENCHMARKS.md's table: fp32 56.9 against 62.7 us at 1 image, 78.7 against 66.4 at 8; fp16
-   47.7 against 64.8 at 1, 51.8 against 66.4 at 8, 102.0 against 78.7 at 64). */
+   BENCHMARKS.md's latency path, step 2: fp32 35.2 against 48.0 us at 1 image, 52.6 against 51.4
+   at 8; fp16 36.7 against 62.7 at 1, 40.1 against 64.5 at 8, 92.4 against 72.1 at 64). */
 static int one_launch_most(const fused_shape* s) { return s->half ? 8 : 1; }
 
 typedef struct fused_net {
@@ -212,8 +212,9 @@ static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
   }
   /* On the engine's stream, waited for: a cudaMemcpy from pageable memory may return before its
      data lands, and the legacy default stream does not order the runner's non-blocking stream,
-     on which fp16's packing below reads these weights (it once packed a half-copied buffer:
-     every result of that pipeline off, none wrong enough to notice but by their bits). */
+     on which the packing below (fp16's fragments, fp32's fc1 blocks) reads these weights (it
+     once packed a half-copied buffer: every result of that pipeline off, none wrong enough to
+     notice but by their bits). */
   ttp_status st = TTP_OK;
   cudaError_t err = cudaMalloc((void**)&g->weights, offsets[8] * sizeof(float));
   if (err == cudaSuccess)

@@ -35,7 +35,7 @@ __device__ unsigned long long fused_phase_base[2048];
 __device__ int fused_phase_stage[2048];  // -1: not an item of the small batches' kernel
 #define FUSED_PHASE(k)                                                            \
   do {                                                                            \
-    const int stage_ = fused_phase_stage[blockIdx.x];                             \
+    const int stage_ = blockIdx.x < 2048 ? fused_phase_stage[blockIdx.x] : -1;    \
     if (threadIdx.x == 0 && stage_ >= 0) {                                        \
       atomicAdd(&fused_phase_sum[stage_][k], clock64() - fused_phase_base[blockIdx.x]); \
       atomicAdd(&fused_phase_count[stage_][k], 1ull);                             \
@@ -705,9 +705,9 @@ struct small_div {
 // records may be mapped host memory, too far to read back) and a thread per image for the rest
 // (merge_core.h's steps, each value as merge_image computes it). Every value is the same
 // sequence of operations whichever warp computes it: the same bits in both precisions and in
-// every kernel that calls this. Loops are kept rolled where the code runs once an item: in the
-// small batches' kernel it runs cold, on an SM that never ran it, and unrolled code waited on
-// instruction fetch (tests/bench/NOTES.md).
+// every kernel that calls this. Loops are unrolled no further than their loads need (8 LRN
+// units, fc2 by 4): in the small batches' kernel this code runs cold, on an SM that never ran
+// it, and longer unrolled code waited on instruction fetch (tests/bench/NOTES.md).
 constexpr int kLrnMost = 8, kLrnUnits = 8;
 
 __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merge, const float* __restrict__ w4,
@@ -863,9 +863,9 @@ __device__ __forceinline__ void fc1n_block(const fused_shape& s, const float* __
   store(0);
   __syncthreads();
   FUSED_PHASE(1);
-  // Shared memory's bandwidth sets the pace (a warp's weight load per k is 128 bytes, one
-  // cycle of the SM's): the warps of rows beyond the batch skip the loop, and a row's inputs
-  // come four k at a time.
+  // Each live warp reads every weight from shared memory (128 bytes a k): the warps of rows
+  // beyond the batch skip the loop, and a row's inputs come four k at a time (a batch of one's
+  // item 11.7 -> 10.3 us; the chunks' round trips in turn are the rest, tests/bench/NOTES.md).
   const bool live = row0 + warp < rows;
   for (int k0 = 0, buf = 0; k0 < s.fc_in; k0 += kNarrowK, buf ^= 1) {
     const bool more = k0 + kNarrowK < s.fc_in;
@@ -956,6 +956,7 @@ __device__ __forceinline__ void fc1w_block(const fused_shape& s, const float* __
   const float* in = x + warp * k_all;
   const float* wl = w + lane;
   float acc = 0.0f;
+  static_assert(kWholeChunks == 4, "the waits below name each chunk's commit group");
 #pragma unroll
   for (int c = 0; c < kWholeChunks; c++) {
     // Chunk c landed: this thread's input copies, the weights' copy, then everyone's.
