@@ -140,14 +140,16 @@ struct item_cursor {
 };
 
 // One block's work: image `image`'s share `share` of `shares` (the grid's blockIdx.x, .y and
-// gridDim.y), copies: stage1_shared bytes of shared memory.
+// gridDim.y), and of its channel groups the part `part` of `parts` (the engine's kernel: all,
+// 0 of 1; the small batches' kernel splits a copy's conv1 over several items, each making the
+// copy again); copies: stage1_shared bytes of shared memory.
 template <bool kHalf>
 __device__ __forceinline__ void stage1_block(const fused_shape& s, const aug_spec& spec,
                                              const float* __restrict__ w1,
                                              const float* __restrict__ b1,
                                              const uint8_t* __restrict__ images, void* act1,
-                                             int image_index, int share, int shares,
-                                             float* copies) {
+                                             int image_index, int share, int shares, int part,
+                                             int parts, float* copies) {
   __shared__ float image[FUSED_MAX_INPUT * FUSED_MAX_INPUT];  // the pixels' values, once
   __shared__ aug_params params[FUSED_MAX_COPIES];
   __shared__ __align__(16) float weights[FUSED_MAX_K1 * FUSED_CONV * FUSED_CONV];
@@ -166,7 +168,9 @@ __device__ __forceinline__ void stage1_block(const fused_shape& s, const aug_spe
   FUSED_PHASE(2);
   const int chunk = stage1_chunk(s, per_block);
   const int channels = kHalf ? fused_c1_pad(&s) : s.k1;
-  const int positions = s.p1_h * s.p1_w, groups = (channels + kGroup1 - 1) / kGroup1;
+  const int positions = s.p1_h * s.p1_w, all_groups = (channels + kGroup1 - 1) / kGroup1;
+  const int per_part = (all_groups + parts - 1) / parts, group0 = part * per_part;
+  const int groups = min(per_part, all_groups - group0);  // this part's
   const float inverse_w = 1.0f / (float)s.p1_w;  // pos / p1_w, exact for pos < 1024
   for (int first = begin; first < end; first += chunk) {
     const int n = min(chunk, end - first);
@@ -181,7 +185,7 @@ __device__ __forceinline__ void stage1_block(const fused_shape& s, const aug_spe
     // (HWC) are contiguous; fp32 (CHW): the positions of a group.
     for (item_cursor k(threadIdx.x, kHalf ? groups : positions, kHalf ? positions : groups);
          k.c < n; k.next()) {
-      const int pos = kHalf ? k.b : k.a, group = kHalf ? k.a : k.b, c = k.c;
+      const int pos = kHalf ? k.b : k.a, group = group0 + (kHalf ? k.a : k.b), c = k.c;
       float v[kGroup1] = {0.0f, 0.0f, 0.0f, 0.0f};
       if (group * kGroup1 < s.k1) {  // else fp16's padding channels: zeros
         const int py = __float2int_rz(((float)pos + 0.5f) * inverse_w), px = pos - py * s.p1_w;
@@ -217,7 +221,8 @@ __global__ void __launch_bounds__(kThreads)
                   const float* __restrict__ b1, const uint8_t* __restrict__ images,
                   void* __restrict__ act1) {
   extern __shared__ float copies[];
-  stage1_block<kHalf>(s, spec, w1, b1, images, act1, blockIdx.x, blockIdx.y, gridDim.y, copies);
+  stage1_block<kHalf>(s, spec, w1, b1, images, act1, blockIdx.x, blockIdx.y, gridDim.y, 0, 1,
+                      copies);
 }
 
 // ---- stage 2: conv2 + bias + [ReLU] + pool --------------------------------------------------------
@@ -659,8 +664,6 @@ __global__ void __launch_bounds__(kThreads)
 // (stage3_tail). In one block with the rest, fc1 read all of its weights (1.6 MB for LeNet in
 // fp32) once a block of 30 rows, and a batch of one read them with one SM (0.15 ms).
 
-constexpr int kPerLane = FUSED_MAX_FC1 / 32;
-
 // Stage 3b's rows in shared memory: kRowLead zeros, fc_out values, zeros up to the pitch (at
 // least kLrnMost / 2 of them and the rest of the last 32 outputs), a multiple of 4 floats so that
 // every row starts 16-byte aligned.
@@ -696,7 +699,9 @@ struct small_div {
 //    outputs) unit: a round's values into registers, a barrier, then written back. A window's
 //    terms read the zeros beside the row where it runs over an end: fma(0, 0, sum) is sum
 //    (sum >= +0), the same bits as leaving them out. Windows of up to kLrnMost terms are
-//    unrolled, the terms beyond lrn_n selected away;
+//    unrolled, the terms beyond lrn_n selected away, and taken term by term over a warp's
+//    kLrnUnits units so that their chains interleave (a round's spare units repeat its last,
+//    not stored);
 //  - fc2 a warp a (row, four classes): lane l the outputs l, l + 32, ... in order (the lanes
 //    beyond fc_out multiply zeros: the sums unchanged), the four sums' shuffles interleaved,
 //    the logits into probs;
@@ -705,9 +710,9 @@ struct small_div {
 // records may be mapped host memory, too far to read back) and a thread per image for the rest
 // (merge_core.h's steps, each value as merge_image computes it). Every value is the same
 // sequence of operations whichever warp computes it: the same bits in both precisions and in
-// every kernel that calls this. Loops are unrolled no further than their loads need (8 LRN
-// units, fc2 by 4): in the small batches' kernel this code runs cold, on an SM that never ran
-// it, and longer unrolled code waited on instruction fetch (tests/bench/NOTES.md).
+// every kernel that calls this. What a batch of one's item waits on is chains of dependent
+// shared-memory loads and arithmetic, not instruction fetch (each item done twice, the second
+// as slow as the first: tests/bench/NOTES.md).
 constexpr int kLrnMost = 8, kLrnUnits = 8;
 
 __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merge, const float* __restrict__ w4,
@@ -722,42 +727,51 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
     const small_div by_chunks(chunks);
     for (int r0 = 0; r0 < rows; r0 += round) {
       const int units = min(round, rows - r0) * chunks;
-      float y[kLrnUnits];
+      const float* h[kLrnUnits];  // h[j][0]: unit j's output of this lane
+      float sum[kLrnUnits], y[kLrnUnits];
+      int o[kLrnUnits];
 #pragma unroll
       for (int j = 0; j < kLrnUnits; j++) {
-        const int u = warp + j * kWarps;
-        if (u >= units) break;
-        const int r = by_chunks(u), o = (u - r * chunks) * 32 + lane;
-        const float* h = hidden + (r0 + r) * pitch + kRowLead + o;  // h[0]: output o
-        float sum = 0.0f;
-        if (s.lrn_n <= kLrnMost) {
-#pragma unroll
-          for (int d = 0; d < kLrnMost; d++) {
-            const float v = h[d - before];
-            const float term = __fmaf_rn(v, v, sum);
-            sum = d < s.lrn_n ? term : sum;
-          }
-        } else {
-          const int lo = max(o - before, 0) - o, hi = min(o + after, s.fc_out - 1) - o;
-          for (int q = lo; q <= hi; q++) sum = __fmaf_rn(h[q], h[q], sum);
-        }
-        // y / (k + alpha sum)^beta as y 2^(-beta log2(k + alpha sum)): the hardware's log2
-        // and exp2 (~2 ulp) instead of powf and a division, which made most of stage 3's
-        // instructions.
-        y[j] = h[0] * exp2f(-s.lrn_beta * __log2f(s.lrn_k + s.lrn_alpha_n * sum));
+        const int u = min(warp + j * kWarps, units - 1);  // beyond: the last again, not stored
+        const int r = by_chunks(u);
+        o[j] = (u - r * chunks) * 32 + lane;
+        h[j] = hidden + (r0 + r) * pitch + kRowLead + o[j];
+        sum[j] = 0.0f;
       }
+      if (s.lrn_n <= kLrnMost) {
+        // Term by term over the units, so that their chains interleave (unit by unit, each
+        // waited on its loads and its multiply-adds in turn: ~40% of the tail, ncu).
+#pragma unroll
+        for (int d = 0; d < kLrnMost; d++)
+#pragma unroll
+          for (int j = 0; j < kLrnUnits; j++) {
+            const float v = h[j][d - before];
+            const float term = __fmaf_rn(v, v, sum[j]);
+            sum[j] = d < s.lrn_n ? term : sum[j];
+          }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kLrnUnits; j++) {
+          const int lo = max(o[j] - before, 0) - o[j], hi = min(o[j] + after, s.fc_out - 1) - o[j];
+          for (int q = lo; q <= hi; q++) sum[j] = __fmaf_rn(h[j][q], h[j][q], sum[j]);
+        }
+      }
+      // y / (k + alpha sum)^beta as y 2^(-beta log2(k + alpha sum)): the hardware's log2 and
+      // exp2 (~2 ulp) instead of powf and a division, which made most of stage 3's instructions.
+#pragma unroll
+      for (int j = 0; j < kLrnUnits; j++)
+        y[j] = h[j][0] * exp2f(-s.lrn_beta * __log2f(s.lrn_k + s.lrn_alpha_n * sum[j]));
       __syncthreads();
 #pragma unroll
       for (int j = 0; j < kLrnUnits; j++) {
         const int u = warp + j * kWarps;
-        if (u >= units) break;
         const int r = by_chunks(u), o = (u - r * chunks) * 32 + lane;
-        if (o < s.fc_out) hidden[(r0 + r) * pitch + kRowLead + o] = y[j];
+        if (u < units && o < s.fc_out) hidden[(r0 + r) * pitch + kRowLead + o] = y[j];
       }
       __syncthreads();
     }
   }
-  const int quads = (s.classes + 3) / 4;
+  const int quads = (s.classes + 3) / 4, iters = (s.fc_out + 31) / 32;
   const small_div by_quads(quads);
   for (int task = warp; task < rows * quads; task += kWarps) {
     const int r = by_quads(task), c0 = (task - r * quads) * 4;
@@ -767,9 +781,8 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
     for (int q = 0; q < 4; q++) w[q] = w4 + (size_t)min(c0 + q, s.classes - 1) * s.fc_out;
     float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 4
-    for (int j = 0; j < kPerLane; j++) {
+    for (int j = 0; j < iters; j++) {
       const int o = j * 32 + lane, oc = min(o, s.fc_out - 1);  // y[o] beyond fc_out: zeros
-      if (j * 32 >= s.fc_out) break;
       const float v = y[o];
 #pragma unroll
       for (int q = 0; q < 4; q++) p[q] = __fmaf_rn(w[q][oc], v, p[q]);
@@ -951,6 +964,7 @@ __device__ __forceinline__ void fc1w_block(const fused_shape& s, const float* __
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
+  FUSED_PHASE(1);
   const int o = o0 + lane, r = row0 + warp;
   const bool live = warp < kWholeRows && r < rows;
   const float* in = x + warp * k_all;
@@ -967,8 +981,9 @@ __device__ __forceinline__ void fc1w_block(const fused_shape& s, const float* __
     const int end = min(s.fc_in, (c + 1) * chunk);
     if (end > c * chunk) bulk_wait(&bars[c]);
     __syncthreads();
+    if (c == 0) FUSED_PHASE(2);
     if (!live) continue;
-#pragma unroll 4
+#pragma unroll 8
     for (int k = c * chunk; k < end; k += 4) {  // fc_in is a multiple of 4
       const float4 v = *reinterpret_cast<const float4*>(in + k);
       acc = __fmaf_rn(wl[k * kNarrowOut], v.x, acc);
@@ -1211,11 +1226,33 @@ __global__ void __launch_bounds__(kThreads)
 //
 // The counters (FUSED_SMALL_SYNC of them) only grow: launch L of a batch size takes tickets
 // [L T, (L + 1) T), T = items + blocks (each block takes one ticket past the last item), and
-// stage p's count of items done reaches (L + 1) items_p. Activations written in the launch are
-// read with plain loads (never through the non-coherent read-only path).
+// stage p's count of items done reaches (L + 1) items_p (stages 1 to 3; nothing waits on the
+// last, which is not counted). Activations written in the launch are read with plain loads
+// (never through the non-coherent read-only path).
+
+// Stage 1's items: each image's copies cut into `shares` of up to `per` copies (one image's
+// load, key and parameters for all of them) and, where the batch leaves SMs over, each copy's
+// conv1 channel groups into `parts` (each part making the copy again: ~3 us of the item at a
+// batch of one, against conv1's ~4), so that the items about fill the GPU once. (One copy an
+// item, a batch of 64 in fp16 took 320 items of ~7.4 us: 24 us for stage 1.)
+struct stage1_split {
+  int per, shares, parts;
+};
+__host__ __device__ inline stage1_split stage1_split_of(const fused_shape& s, int count) {
+  const int want = min(s.copies, max(1, s.sms / count));
+  const int groups = ((s.half ? fused_c1_pad(&s) : s.k1) + kGroup1 - 1) / kGroup1;
+  stage1_split p;
+  p.per = (s.copies + want - 1) / want;
+  p.shares = (s.copies + p.per - 1) / p.per;
+  p.parts = p.per > 1 ? 1 : max(1, min(groups, s.sms / (count * s.copies)));
+  return p;
+}
 
 // fp32 conv2's channels an item: one a warp, four warps of the block (one a scheduler: with all
 // eight, two warps shared each scheduler's issue and a batch of one's items took twice as long).
+// (A lane an output before pooling instead, four times the items of a quarter the work, saved
+// ~0.4 us an item at a batch of one but its 125 items with stage 1's 25 outnumbered the SMs:
+// some ran in a second round, tests/bench/NOTES.md.)
 constexpr int kSmallConv2Warps = 4;
 
 // fp32 fc1's rows an item (fc1w_block or fc1n_block).
@@ -1231,7 +1268,8 @@ struct small_plan {
 __host__ __device__ inline small_plan small_plan_of(const fused_shape& s, int count) {
   const int rows = count * s.copies;
   small_plan p;
-  p.items[0] = rows;
+  const stage1_split one = stage1_split_of(s, count);
+  p.items[0] = count * one.shares * one.parts;
   p.items[1] = s.half ? rows
                       : (rows + fused_stage2_copies(&s) - 1) / fused_stage2_copies(&s) *
                             ((s.k2 + kSmallConv2Warps - 1) / kSmallConv2Warps);
@@ -1311,8 +1349,10 @@ __device__ __forceinline__ void small_item(const small_args& a, int stage, int i
   const int rows = a.count * s.copies;
   float* f = reinterpret_cast<float*>(smem);
   if (stage == 0) {
-    stage1_block<kHalf>(s, a.spec, a.w.w1, a.w.b1, a.images, a.act1, i / s.copies, i % s.copies,
-                        s.copies, f);
+    const stage1_split p = stage1_split_of(s, a.count);
+    const int share = i / p.parts;
+    stage1_block<kHalf>(s, a.spec, a.w.w1, a.w.b1, a.images, a.act1, share / p.shares,
+                        share % p.shares, p.shares, i % p.parts, p.parts, f);
   } else if (stage == 1) {
     if (kHalf) {
       const int parts = kWarps / fused_stage2_tile_pairs(&s);
@@ -1359,12 +1399,12 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(small_args a) {
   __shared__ unsigned long long next;
   const small_plan plan = small_plan_of(a.s, a.count);
   const unsigned long long per_launch = (unsigned long long)plan.total + gridDim.x;
+  unsigned long long taken = a.trace ? global_ns() : 0, started = 0;  // first: the block's start
   if (threadIdx.x == 0) next = atomicAdd(a.sync, 1ull);
   __syncthreads();
   unsigned long long ticket = next;
   const unsigned long long launch = ticket / per_launch;
   int ready = 0;  // thread 0: the stages before this one are known to be done
-  unsigned long long taken = a.trace ? global_ns() : 0, started = 0;
   long long cycles = 0;
   for (;;) {
     const int local = (int)(ticket - launch * per_launch);
@@ -1386,12 +1426,22 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(small_args a) {
 #endif
     }
     __syncthreads();
+#ifdef FUSED_TWICE  // lab: each item done twice, the phases stamped on the second (warm code)
+    if (threadIdx.x == 0) fused_phase_stage[blockIdx.x] = -1;
+    small_item<kHalf>(a, stage, item, smem);
+    __syncthreads();
+    if (threadIdx.x == 0)
+      fused_phase_stage[blockIdx.x] = stage, fused_phase_base[blockIdx.x] = clock64();
+    __syncthreads();
+#endif
     small_item<kHalf>(a, stage, item, smem);
     __syncthreads();  // the item's writes are issued
     FUSED_PHASE(15);
     if (threadIdx.x == 0) {
-      __threadfence();
-      atomicAdd(a.sync + 1 + stage, 1ull);
+      if (stage < 3) {  // nothing waits on the last stage's items (the launch's end publishes
+        __threadfence();  // the records): no fence behind their writes to mapped host memory
+        atomicAdd(a.sync + 1 + stage, 1ull);
+      }
       if (a.trace) {
         const unsigned long long done = global_ns();
         unsigned long long* t = a.trace + 4 * local;
@@ -1519,7 +1569,7 @@ int small_w4_shared(const fused_shape& s) {
 size_t small_shared(const fused_shape& s) {
   const size_t stage2 = small_stage2_shared(s) + (small_w2_shared(s) ? packed_conv2(s) : 0);
   const size_t fc1 = s.half ? 0 : small_fc1_whole(s) ? fc1w_shared(s) : sizeof(fc1n_shared);
-  const size_t one = stage1_shared(s, 1);
+  const size_t one = stage1_shared(s, s.copies);  // stage1_split's per copies, or fewer
   const size_t rest = stage3b_shared(s, 1) + (small_w4_shared(s) ? sizeof(float) * s.classes * s.fc_out : 0);
   return max(max(one, stage2), max(fc1, rest));
 }

@@ -144,9 +144,10 @@ ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weigh
    launch (fused_kernels.cu says how), with the same bits as stages 1 to 3. act1, act2 and hidden
    as for the stages; sync: FUSED_SMALL_SYNC counters, zero before the first launch, then used by
    launches of this `count` only, one after another (a stream's order). trace: NULL, or (the
-   kernel lab) 4 numbers per item: device timestamps in ns when its block took it, when the
-   stage before it was done and when it was done, then its stage (0..3) plus 16 times the SM
-   clock cycles the item took; fused_small_items items (4: all stages; 0..3: one). */
+   kernel lab) 4 numbers per item: device timestamps in ns when its block took it (a block's
+   first item: when the block began), when the stage before it was done and when it was done,
+   then its stage (0..3) plus 16 times the SM clock cycles the item took; fused_small_items
+   items (4: all stages; 0..3: one). */
 enum { FUSED_SMALL_MAX = 64, FUSED_SMALL_SYNC = 5 };
 ttp_status fused_small(const fused_shape* s, const aug_spec* spec, ttp_merge merge,
                        const fused_weights* w, const uint8_t* images, int count, void* act1,
