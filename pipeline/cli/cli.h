@@ -33,9 +33,6 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"seed", "S", "seed of the augmentation, 0..2^64-1 (default 0)"},                       \
       {"merge", "MODE", "mean|vote|max|gmean: how the copies' outputs merge (default mean)"}
 
-/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with default_slots (0: the library's
-   default) unless --slots is given; *tta receives the augmentation asked for. Returns CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE,
-   also for settings the library finds out of range, or CLI_EXIT_FATAL). */
 /* The --wait names, in ttp_wait's order, NULL-terminated. */
 extern const char* const cli_wait_names[];
 /* The --engine names and their values, NULL-terminated names. */
@@ -44,6 +41,10 @@ extern const ttp_engine cli_engine_ids[];
 /* The engine named `name` (not "auto") into *id; 0 if there is none of that name. */
 int cli_engine_id(const char* name, ttp_engine* id);
 
+/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with default_slots (0: the library's
+   default) unless --slots is given; *tta receives the augmentation asked for. Returns
+   CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE, also for
+   settings the library finds out of range, or CLI_EXIT_FATAL). */
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, ttp_tta* tta);
 
 /* One line describing the augmentation: "5 copies (copy 0 as it is), shift 2 px, ...". */

@@ -1522,8 +1522,8 @@ ttp_status launched(const char* what, ttp_err* e) {
   return TTP_OK;
 }
 
-// A block that takes up to `copies` copies of an image (the engine's kernel is sized for all of
-// them; the small batches' items take one).
+// A block that takes up to `copies` copies of an image (both kernels are sized for all of them:
+// the small batches' items take stage1_split's `per`, at most all).
 size_t stage1_shared(const fused_shape& s, int copies) {
   return sizeof(float) * stage1_chunk(s, copies) * (s.in_h + 2 * s.pad1) * (s.in_w + 2 * s.pad1);
 }
@@ -1552,7 +1552,6 @@ size_t stage3b_shared(const fused_shape& s, int per_block) {
 size_t packed_conv2(const fused_shape& s) {
   return sizeof(uint2) * 32 * stage2h_ksteps(s) * (fused_k2_pad(&s) / 8);
 }
-
 
 size_t small_stage2_shared(const fused_shape& s) {
   return s.half ? stage2h_shared(s, 1) : stage2_one_shared(s);

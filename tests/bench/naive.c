@@ -69,7 +69,6 @@ static void naive_image(cudnn_net* g, const uint8_t* image, unsigned char* recor
   CHECK_CUDA(cudaFree(dev_record));
 }
 
-
 int main(int argc, char** argv) {
   const char* dir = bench_arg(argc, argv, "--model", NULL);
   CHECK(dir, "usage: %s --model DIR [--precision fp32|fp16] [--batch LIST] [--tta N] "

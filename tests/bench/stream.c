@@ -21,7 +21,6 @@
 
 enum { MAX_RUNS = 64 };
 
-
 /* One batch at a time into the next free slot; returns the seconds taken. */
 static double streamed(batch_stream* s, const uint8_t* images, size_t count, size_t batch,
                        ttp_result* results) {

@@ -72,7 +72,6 @@ static int by_value(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-
 int main(int argc, char** argv) {
   const char* model = bench_arg(argc, argv, "--model", NULL);
   CHECK(model, "usage: %s --model DIR [--precision fp32|fp16] [--threads 1,2,4,8] "
