@@ -150,9 +150,9 @@ int fused_supports_model(const model* m, const engine_config* c, char* why, size
 
 /* Batches up to this many images run in one launch (fused_small), larger ones in the stages'
    launches: where each was faster on the H100 (GPU time of the pass, bench_small_trace,
-   BENCHMARKS.md's latency path, step 2: fp32 35.2 against 48.0 us at 1 image, 52.6 against 51.4
-   at 8; fp16 36.7 against 62.7 at 1, 40.1 against 64.5 at 8, 92.4 against 72.1 at 64). */
-static int one_launch_most(const fused_shape* s) { return s->half ? 8 : 1; }
+   BENCHMARKS.md's latency path, step 4: fp32 26-33 against 45 us at 1 image, 49.7 against 50.3
+   at 8; fp16 26.1 against 53.9 at 1, 29.7 against 54.4 at 8, 55.2 against 67.7 at 64). */
+static int one_launch_most(const fused_shape* s) { return s->half ? FUSED_SMALL_MAX : 1; }
 
 typedef struct fused_net {
   fused_shape s;

@@ -70,6 +70,12 @@ namespace {
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kWindow = kFusedWindow;
 
+// The two parts of a block's work in stages 2 and 3 (`steps`): kEarly what no earlier stage
+// writes (weights and tables into shared memory, copies left in flight), kLate the rest. The
+// stages' own kernels run both at once; the small batches' kernel runs kEarly while the stage
+// before is still at work, so that its fills leave the critical path.
+constexpr int kEarly = 1, kLate = 2, kWhole = kEarly | kLate;
+
 
 // Four channels' pooled outputs of a 5x5 convolution over a 6x6 patch: per channel the four
 // convolutions under the 2x2 window (without bias), their maximum. w: the four channels' weights
@@ -153,10 +159,12 @@ __device__ __forceinline__ void stage1_block(const fused_shape& s, const aug_spe
   __shared__ float image[FUSED_MAX_INPUT * FUSED_MAX_INPUT];  // the pixels' values, once
   __shared__ aug_params params[FUSED_MAX_COPIES];
   __shared__ __align__(16) float weights[FUSED_MAX_K1 * FUSED_CONV * FUSED_CONV];
+  __shared__ float bias[FUSED_MAX_K1];  // read once a block from L2, not once a thread
   const int pixels = s.in_h * s.in_w;
   const int pitch = s.in_w + 2 * s.pad1, plane = (s.in_h + 2 * s.pad1) * pitch;
   const int kp = fused_k1_pitch(&s);  // the weights come laid out [tap][channel] (upload_weights)
   block_copy_async(w1, weights, kp * FUSED_CONV * FUSED_CONV);
+  for (int k = threadIdx.x; k < s.k1; k += blockDim.x) bias[k] = b1[k];
   copy_wait();  // aug_block_load's barrier makes them visible
   const uint64_t key =
       aug_block_load<kThreads>(images + (size_t)image_index * pixels, pixels, image);  // syncs
@@ -195,7 +203,7 @@ __device__ __forceinline__ void stage1_block(const fused_shape& s, const aug_spe
 #pragma unroll
         for (int g = 0; g < kGroup1; g++) {
           const int k = group * kGroup1 + g;
-          v[g] = k < s.k1 ? relu_if(s.relu1, v[g] + b1[k]) : 0.0f;
+          v[g] = k < s.k1 ? relu_if(s.relu1, v[g] + bias[k]) : 0.0f;
         }
       }
       const size_t row = (size_t)image_index * s.copies + first + c;
@@ -250,20 +258,18 @@ template <int kGroup>
 __device__ __forceinline__ void stage2_block(const fused_shape& s, const float* __restrict__ w2t,
                                              const float* __restrict__ b2, const float* act1,
                                              int rows, float* act2, int copies, int group,
-                                             int warps, float* tile) {
+                                             int warps, float* tile, int steps = kWhole) {
   const int positions = s.p2_h * s.p2_w, per_block = fused_stage2_copies(&s);
   const int pitch = s.p1_w + 2 * s.pad2, plane = (s.p1_h + 2 * s.pad2) * pitch;
   const int stride = stage2_copy_stride(s);
   const int row0 = copies * per_block, n = min(per_block, rows - row0);
-  load_padded_act1(s, act1, row0, n, stride, tile);
-  FUSED_PHASE(1);
   // One channel a warp (small batches): the block's channels' weights into shared memory first,
   // [input channel][tap][warp], in one pass of loads all in flight (read from L1/L2 a tap at a
   // time, each warp waited on them in turn: 31 us of a batch of one on the H100). 4 or 8 warps
   // take whole 16-byte units (k2p is a multiple of 8), without an element's divisions.
   const int k2p = fused_k2_pad(&s), taps = FUSED_CONV * FUSED_CONV;
   float* weights = tile + (per_block * stride + 3) / 4 * 4;
-  if (kGroup == 1) {
+  if (kGroup == 1 && (steps & kEarly)) {
     const float* first = w2t + group * warps;
     if (warps == 4 || warps == 8) {
       const int shift = warps / 8;  // 16-byte units a row: 1 << shift
@@ -281,6 +287,9 @@ __device__ __forceinline__ void stage2_block(const fused_shape& s, const float* 
           [&](int i, float v) { weights[i] = v; });
     }
   }
+  if (!(steps & kLate)) return;
+  load_padded_act1(s, act1, row0, n, stride, tile);
+  FUSED_PHASE(1);
   copy_wait();
   __syncthreads();
   FUSED_PHASE(2);
@@ -477,7 +486,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 // contiguous bytes of act1 (HWC in shared memory, the pixels' pitch an odd number of 16-byte
 // units: the 8 rows of an ldmatrix fall in distinct banks). The weights come as B fragments
 // already in the lanes' order (fused_pack_weights): one 8-byte load per lane per (k step,
-// n tile), from L1 (68 KB for LeNet). A warp takes two row tiles of one copy.
+// n tile), from L1 (68 KB for LeNet). A warp takes two row tiles of one copy (the small batches'
+// kernel, one copy an item: one row tile).
 
 __host__ __device__ inline int stage2h_pixel_pitch(const fused_shape& s) {
   const int c = fused_c1_pad(&s);
@@ -492,8 +502,11 @@ __host__ __device__ inline int stage2h_ksteps(const fused_shape& s) {
   return (stage2h_kgroups(s) + 1) / 2;
 }
 
-// Shared memory of the fp16 stage 2: the k groups' offsets, 16 zero bytes, then the copies.
+// Shared memory of the fp16 stage 2: the k groups' offsets, 16 zero bytes, ...
 constexpr int kOffsetBytes = FUSED_CONV * FUSED_CONV * FUSED_MAX_K1 / 8 * 4;
+// ... then conv2's biases (copied in early with the rest: each block's first read of them from
+// L2 stood on the critical path, ~0.3 us), then the copies' tiles.
+constexpr int kStage2hHead = kOffsetBytes + sizeof(uint4) + FUSED_MAX_K2 * sizeof(float);
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&a)[4], uint32_t address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -515,85 +528,101 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
 // (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15).
 __device__ __forceinline__ int ldmatrix_row(int lane) { return (lane & 7) + (lane >> 3 & 1) * 8; }
 
-// One block's work: copies `copies` (a group of per_block), each over pairs x parts warps:
-// warp (c, pair, part) takes the n tiles part, part + parts, ... (the engine's kernel: one part;
-// the small batches' kernel: per_block 1, as many parts as fill 8 warps). Every output's sum is
-// the same sequence of mma whatever the split: the same bits. smem: stage2h_shared(s, per_block).
-// kSharedB (the small batches' kernel, where a block's few warps would otherwise wait on L2 for
-// every k step's fragments): the packed weights are first copied whole into shared memory after
-// the tile (packed_conv2 bytes more).
-template <bool kSharedB, int kTiles>
+// One block's work: copies `copies` (a group of per_block), each over slots x parts warps, a
+// slot kM of the copy's 2 pairs row tiles: warp (c, slot, part) takes the n tiles tile0 + part,
+// tile0 + part + parts, ... (kTiles of them; the engine's kernel: one part, all 8 from tile0 0;
+// the small batches' kernel: per_block 1, the item's group of parts x kTiles tiles from tile0,
+// as many parts as fill 8 warps). Every output's sum is the same sequence of mma whatever the
+// split: the same bits. smem: stage2h_shared(s, per_block), and with kSharedB the group's
+// fragments after it (the small batches' kernel, where a block's few warps would otherwise wait
+// on L2 for every k step's fragments: copied in with the tile, ~18 KB a group of 2 for LeNet).
+template <bool kSharedB, int kTiles, int kM = 2>
 __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2* __restrict__ w2h,
                                               const float* __restrict__ b2, const __half* act1,
                                               int rows, __half* act2, int copies, int per_block,
-                                              int parts, unsigned char* smem) {
+                                              int parts, int tile0, unsigned char* smem,
+                                              int steps = kWhole) {
   int* offsets = reinterpret_cast<int*>(smem);
   uint4* zero = reinterpret_cast<uint4*>(smem + kOffsetBytes);
-  __half* tile = reinterpret_cast<__half*>(smem + kOffsetBytes + sizeof(uint4));
-  const int pairs = fused_stage2_tile_pairs(&s);
+  float* bias = reinterpret_cast<float*>(smem + kOffsetBytes + sizeof(uint4));
+  __half* tile = reinterpret_cast<__half*>(smem + kStage2hHead);
+  const int pairs = fused_stage2_tile_pairs(&s), slots = 2 * pairs / kM;
   const int c1p = fused_c1_pad(&s), cblocks = c1p / 8, pp = stage2h_pixel_pitch(s);
   const int pitch = s.p1_w + 2 * s.pad2, pixels = (s.p1_h + 2 * s.pad2) * pitch;
   const int kgroups = stage2h_kgroups(s), ksteps = stage2h_ksteps(s), units = pp / 8;
   const int row0 = copies * per_block, n = min(per_block, rows - row0);
-  for (int i = threadIdx.x; i < kgroups; i += blockDim.x) {
-    const int tap = i / cblocks;
-    offsets[i] = ((tap / FUSED_CONV * pitch + tap % FUSED_CONV) * pp + i % cblocks * 8) * 2;
+  const int ntiles = fused_k2_pad(&s) / 8, group = min(parts * kTiles, ntiles - tile0);
+  if (steps & kEarly) {
+    for (int i = threadIdx.x; i < kgroups; i += blockDim.x) {
+      const int tap = i / cblocks;
+      offsets[i] = ((tap / FUSED_CONV * pitch + tap % FUSED_CONV) * pp + i % cblocks * 8) * 2;
+    }
+    if (threadIdx.x == 0) *zero = make_uint4(0, 0, 0, 0);
+    for (int k = tile0 * 8 + threadIdx.x; k < min(s.k2, (tile0 + group) * 8); k += blockDim.x)
+      bias[k - tile0 * 8] = b2[k];
   }
-  if (threadIdx.x == 0) *zero = make_uint4(0, 0, 0, 0);
-  const uint2* weights = w2h;
-  if (kSharedB) {
-    uint4* to = reinterpret_cast<uint4*>(tile + (size_t)per_block * (s.p1_h + 2 * s.pad2) *
-                                                    (s.p1_w + 2 * s.pad2) * stage2h_pixel_pitch(s));
-    const int units = ksteps * fused_k2_pad(&s) / 8 * 32 / 2;
-    block_batched<8, uint4>(
-        units, [&](int i) { return __ldg(reinterpret_cast<const uint4*>(w2h) + i); },
-        [&](int i, uint4 v) { to[i] = v; });
-    weights = reinterpret_cast<const uint2*>(to);
-  }
-  FUSED_PHASE(1);
-  // The copies' rows over the warps, a row's 16-byte units over the lanes: the divisions (by
-  // run-time sizes, tens of instructions each) once a thread, not once a unit.
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  // The weights: the group's fragments of each k step (group x 256 contiguous bytes), a k step
+  // a warp, by cp.async in flight with the tile's.
+  const uint2* b = w2h + lane + (size_t)(tile0 + warp / slots % parts) * 32;
+  int ks_stride = ntiles * 32;
+  if (kSharedB) {
+    uint2* to = reinterpret_cast<uint2*>(
+        tile + (size_t)per_block * pixels * pp);
+    for (int ks = warp; ks < ksteps && (steps & kEarly); ks += warps)
+      for (int u = lane; u < group * 16; u += 32)
+        copy16_async(reinterpret_cast<uint4*>(to + (size_t)ks * group * 32) + u,
+                     reinterpret_cast<const uint4*>(w2h + ((size_t)ks * ntiles + tile0) * 32) + u);
+    b = to + lane + (warp / slots % parts) * 32;
+    ks_stride = group * 32;
+  }
+  if (!(steps & kLate)) return;
+  FUSED_PHASE(1);
+  // The copies' rows over the warps, a row's 16-byte units over the lanes (cp.async where
+  // inside, zeros elsewhere): the divisions (by run-time sizes, tens of instructions each) once
+  // a thread, not once a unit.
   const int height = s.p1_h + 2 * s.pad2;
   for (int item = lane; item < pitch * units; item += 32) {
     const int x = item / units - s.pad2, u = item % units;
     const bool inside = u < cblocks && x >= 0 && x < s.p1_w;
     for (int c = 0, y = warp; c < n;) {
       const int sy = y - s.pad2;
-      uint4 v = make_uint4(0, 0, 0, 0);
+      uint4* to = reinterpret_cast<uint4*>(tile + ((size_t)c * pixels + y * pitch) * pp + item * 8);
       if (inside && sy >= 0 && sy < s.p1_h)
-        v = *reinterpret_cast<const uint4*>(
-            act1 + ((size_t)(row0 + c) * s.p1_h * s.p1_w + sy * s.p1_w + x) * c1p + u * 8);
-      *reinterpret_cast<uint4*>(tile + ((size_t)c * pixels + y * pitch) * pp + item * 8) = v;
+        copy16_async(to, act1 + ((size_t)(row0 + c) * s.p1_h * s.p1_w + sy * s.p1_w + x) * c1p + u * 8);
+      else
+        *to = make_uint4(0, 0, 0, 0);
       for (y += warps; y >= height && c < n; y -= height) c++;
     }
   }
+  copy_wait();
   __syncthreads();
   FUSED_PHASE(2);
   // All 8 tiles a warp (the engine's kernel) is one part: part 0 at compile time, the tiles'
   // offsets constants.
-  const int c = warp / (pairs * parts), pair = warp % pairs;
-  const int part = kTiles == FUSED_MAX_K2 / 8 ? 0 : warp / pairs % parts;
+  const int c = warp / (slots * parts), slot = warp % slots;
+  const int part = kTiles == FUSED_MAX_K2 / 8 ? 0 : warp / slots % parts;
   if (c >= n) return;
-  const int positions = s.p2_h * s.p2_w, ntiles = fused_k2_pad(&s) / 8;
+  const int positions = s.p2_h * s.p2_w;
   const uint32_t copy_addr =
       (uint32_t)__cvta_generic_to_shared(tile + (size_t)c * pixels * pp);
-  uint32_t row_addr[2];
+  uint32_t row_addr[kM];
 #pragma unroll
-  for (int mt = 0; mt < 2; mt++) {
+  for (int mt = 0; mt < kM; mt++) {
     const int r = ldmatrix_row(lane), j = r & 7;
-    int p = (pair * 2 + mt) * 4 + j / 2;
+    int p = (slot * kM + mt) * 4 + j / 2;
     if (p >= positions) p = 0;  // a tile's spare rows: any real position, their results unused
     const int cy = 2 * (p / s.p2_w) + r / 8, cx = 2 * (p % s.p2_w) + (j & 1);
     row_addr[mt] = copy_addr + (cy * pitch + cx) * pp * 2;
   }
   const uint32_t zero_addr = (uint32_t)__cvta_generic_to_shared(zero);
-  // The warp's n tiles: part, part + parts, ... (kTiles of them at most: the engine's kernel
-  // one part, all 8; the small batches' kernel 2 or 4, whose accumulators and epilogue code,
-  // all 8 tiles' predicated, took registers and instruction fetches for nothing).
-  float acc[2][kTiles][4];
+  // The warp's n tiles: part, part + parts, ... of the group (kTiles of them at most: the
+  // engine's kernel one part, all 8; the small batches' kernel 1, 2 or 4, whose accumulators
+  // and epilogue code, all 8 tiles' predicated, took registers and instruction fetches for
+  // nothing).
+  float acc[kM][kTiles][4];
 #pragma unroll
-  for (int mt = 0; mt < 2; mt++)
+  for (int mt = 0; mt < kM; mt++)
 #pragma unroll
     for (int j = 0; j < kTiles; j++)
       acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.0f;
@@ -603,44 +632,81 @@ __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2*
   const int tile_parts = kTiles == FUSED_MAX_K2 / 8 ? 1 : parts;
   unsigned mine = 0;  // which of the kTiles are real
 #pragma unroll 1
-  for (int j = 0; j < kTiles && part + j * tile_parts < ntiles; j++) mine |= 1u << j;
-  const uint2* b = weights + lane + part * 32;
+  for (int j = 0; j < kTiles && part + j * tile_parts < group; j++) mine |= 1u << j;
   const int tile_step = tile_parts * 32;
-  for (int ks = 0; ks < ksteps; ks++, b += ntiles * 32) {
+  // A k step's operands: A's fragments by ldmatrix (its k group's offset first), B's for each
+  // of the warp's real n tiles.
+  auto load_step = [&](int ks, uint32_t (&a)[kM][4], uint2 (&f)[kTiles]) {
     const int kg = 2 * ks + lane / 16;
     const bool real = kg < kgroups;  // an odd count of k groups ends in a half step of zeros
     const int offset = real ? offsets[kg] : 0;
-    uint32_t a[2][4];
-    ldmatrix_x4(a[0], real ? row_addr[0] + offset : zero_addr);
-    ldmatrix_x4(a[1], real ? row_addr[1] + offset : zero_addr);
+#pragma unroll
+    for (int mt = 0; mt < kM; mt++) ldmatrix_x4(a[mt], real ? row_addr[mt] + offset : zero_addr);
+    const uint2* bk = b + (size_t)ks * ks_stride;
 #pragma unroll
     for (int j = 0; j < kTiles; j++)
-      if (mine >> j & 1) {
-        const uint2 f = kSharedB ? b[j * tile_step] : __ldg(b + j * tile_step);
-        mma_16816(acc[0][j], a[0], f);
-        mma_16816(acc[1][j], a[1], f);
-      }
+      if (mine >> j & 1) f[j] = kSharedB ? bk[j * tile_step] : __ldg(bk + j * tile_step);
+  };
+  auto mma_step = [&](const uint32_t (&a)[kM][4], const uint2 (&f)[kTiles]) {
+#pragma unroll
+    for (int j = 0; j < kTiles; j++)
+      if (mine >> j & 1)
+#pragma unroll
+        for (int mt = 0; mt < kM; mt++) mma_16816(acc[mt][j], a[mt], f[j]);
+  };
+  if (kTiles <= 4) {
+    // The small batches' kernel: the next k step's loads issued before this one's mma, two sets
+    // of registers in turn. The same mma in the same order on every accumulator: the same bits.
+    uint32_t a0[kM][4], a1[kM][4];
+    uint2 f0[kTiles], f1[kTiles];
+    load_step(0, a0, f0);
+    int ks = 0;
+    for (; ks + 1 < ksteps; ks += 2) {
+      load_step(ks + 1, a1, f1);
+      mma_step(a0, f0);
+      if (ks + 2 < ksteps) load_step(ks + 2, a0, f0);
+      mma_step(a1, f1);
+    }
+    if (ks < ksteps) mma_step(a0, f0);  // an odd count: the last step, loaded above
+  } else {  // the engine's kernel, as measured (tests/bench/NOTES.md)
+    const uint2* bk = b;
+    for (int ks = 0; ks < ksteps; ks++, bk += ks_stride) {
+      const int kg = 2 * ks + lane / 16;
+      const bool real = kg < kgroups;
+      const int offset = real ? offsets[kg] : 0;
+      uint32_t a[kM][4];
+#pragma unroll
+      for (int mt = 0; mt < kM; mt++) ldmatrix_x4(a[mt], real ? row_addr[mt] + offset : zero_addr);
+#pragma unroll
+      for (int j = 0; j < kTiles; j++)
+        if (mine >> j & 1) {
+          const uint2 f = kSharedB ? bk[j * tile_step] : __ldg(bk + j * tile_step);
+#pragma unroll
+          for (int mt = 0; mt < kM; mt++) mma_16816(acc[mt][j], a[mt], f);
+        }
+    }
   }
   const int g = lane / 4, t = lane % 4, a2p = fused_act2_pitch(&s);
   __half* out = act2 + (size_t)(row0 + c) * a2p;
-  if (pair == 0 && part == 0)  // the row's padding: zeros, which fc1's k steps read
+  if (slot == 0 && part == 0 && tile0 == 0)  // the row's padding: zeros, which fc1's k steps read
     for (int k = s.fc_in + lane; k < a2p; k += 32) out[k] = __float2half_rn(0.0f);
 #pragma unroll
-  for (int mt = 0; mt < 2; mt++)
+  for (int mt = 0; mt < kM; mt++)
 #pragma unroll
     for (int j = 0; j < kTiles; j++)
       if (mine >> j & 1) {
-        const int nt = part + j * tile_parts;
+        const int nt = tile0 + part + j * tile_parts;
         float v[2] = {nan_max(acc[mt][j][0], acc[mt][j][2]),
                       nan_max(acc[mt][j][1], acc[mt][j][3])};
         v[0] = nan_max(v[0], __shfl_xor_sync(0xffffffffu, v[0], 4));
         v[1] = nan_max(v[1], __shfl_xor_sync(0xffffffffu, v[1], 4));
-        const int p = (pair * 2 + mt) * 4 + g / 2;
+        const int p = (slot * kM + mt) * 4 + g / 2;
         if (g % 2 == 0 && p < positions)
 #pragma unroll
           for (int h = 0; h < 2; h++) {
             const int k = nt * 8 + 2 * t + h;
-            if (k < s.k2) out[k * positions + p] = __float2half_rn(relu_if(s.relu2, v[h] + b2[k]));
+            if (k < s.k2)
+              out[k * positions + p] = __float2half_rn(relu_if(s.relu2, v[h] + bias[k - tile0 * 8]));
           }
       }
   FUSED_PHASE(3);
@@ -651,7 +717,7 @@ __global__ void __launch_bounds__(kThreads)
                    const __half* __restrict__ act1, int rows, __half* __restrict__ act2) {
   extern __shared__ __align__(16) unsigned char smem[];
   stage2h_block<false, FUSED_MAX_K2 / 8>(s, w2h, b2, act1, rows, act2, blockIdx.x,
-                                         fused_stage2_copies(&s), 1, smem);
+                                         fused_stage2_copies(&s), 1, 0, smem);
 }
 
 // ---- stage 3: fc1 + ReLU + [LRN] + fc2 + softmax + merge ------------------------------------------
@@ -937,7 +1003,7 @@ __host__ __device__ inline bool small_fc1_whole(const fused_shape& s) {
 __device__ __forceinline__ void fc1w_block(const fused_shape& s, const float* __restrict__ w3b,
                                            const float* __restrict__ b3, const float* act2,
                                            int rows, float* hidden, int outs, int row_group,
-                                           float* smem) {
+                                           float* smem, int steps = kWhole) {
   __shared__ unsigned long long bars[kWholeChunks];
   const int t = threadIdx.x, lane = t % 32, warp = t / 32, chunk = fc1w_chunk(s);
   const int o0 = outs * kNarrowOut, row0 = row_group * kWholeRows;
@@ -945,15 +1011,21 @@ __device__ __forceinline__ void fc1w_block(const fused_shape& s, const float* __
   float* x = smem + kWholeChunks * chunk * kNarrowOut;    // [row][k]
   const int k_all = kWholeChunks * chunk, units = chunk / 4;  // a chunk's 16-byte units a row
   const small_div by_units(units);
-  for (int c = 0; c < kWholeChunks; c++) bulk_init(&bars[c]);
-  __syncthreads();
-  const float* from = w3b + (size_t)outs * s.fc_in * kNarrowOut;
+  if (steps & kEarly) {  // the weights, a chunk a bulk copy
+    for (int c = 0; c < kWholeChunks; c++) bulk_init(&bars[c]);
+    __syncthreads();
+    const float* from = w3b + (size_t)outs * s.fc_in * kNarrowOut;
+    for (int c = 0; c < kWholeChunks; c++) {
+      const int k0 = c * chunk, k1 = min(s.fc_in, k0 + chunk);
+      if (k1 > k0)
+        bulk_copy(w + k0 * kNarrowOut, from + (size_t)k0 * kNarrowOut,
+                  (int)sizeof(float) * (k1 - k0) * kNarrowOut, &bars[c]);
+    }
+  }
+  if (!(steps & kLate)) return;
 #pragma unroll
-  for (int c = 0; c < kWholeChunks; c++) {
-    const int k0 = c * chunk, k1 = min(s.fc_in, k0 + chunk);
-    if (k1 > k0)
-      bulk_copy(w + k0 * kNarrowOut, from + (size_t)k0 * kNarrowOut,
-                (int)sizeof(float) * (k1 - k0) * kNarrowOut, &bars[c]);
+  for (int c = 0; c < kWholeChunks; c++) {  // the inputs, a chunk a commit group
+    const int k0 = c * chunk;
     for (int i = t; i < kWholeRows * units; i += kThreads) {
       const int r = by_units(i), k = k0 + (i - r * units) * 4;
       float* to = x + r * k_all + k;
@@ -1175,26 +1247,30 @@ __device__ __forceinline__ void stage3b_block(const fused_shape& s, int per_bloc
                                               const float* __restrict__ w4,
                                               const float* __restrict__ b4, const float* hidden,
                                               int count, size_t record_size,
-                                              unsigned char* records, int group, float* rows_of) {
+                                              unsigned char* records, int group, float* rows_of,
+                                              int steps = kWhole) {
   const int image0 = group * per_block, images = min(per_block, count - image0);
   const int rows = images * s.copies, pitch = stage3_pitch(s);
-  const float* from = hidden + (size_t)image0 * s.copies * s.fc_out;
-  for (int r = 0; r < rows; r++)
-    block_copy_async(from + (size_t)r * s.fc_out, rows_of + r * pitch + kRowLead, s.fc_out);
-  const int pad = pitch - s.fc_out;  // a row's zeros: kRowLead before it, the rest after
-  const small_div by_pad(pad);
-  for (int i = threadIdx.x; i < rows * pad; i += kThreads) {
-    const int r = by_pad(i), j = i - r * pad;
-    rows_of[r * pitch + (j < kRowLead ? j : s.fc_out + j)] = 0.0f;
-  }
   float* probs = rows_of + per_block * s.copies * pitch;
   const float* w = w4;
   if (kSharedW) {
-    block_copy_async(w4, probs, s.classes * s.fc_out);
+    if (steps & kEarly) block_copy_async(w4, probs, s.classes * s.fc_out);
     w = probs;
     probs += s.classes * s.fc_out;
   }
   float* merged = probs + per_block * s.copies * s.classes;
+  if (steps & kEarly) {
+    const int pad = pitch - s.fc_out;  // a row's zeros: kRowLead before it, the rest after
+    const small_div by_pad(pad);
+    for (int i = threadIdx.x; i < rows * pad; i += kThreads) {
+      const int r = by_pad(i), j = i - r * pad;
+      rows_of[r * pitch + (j < kRowLead ? j : s.fc_out + j)] = 0.0f;
+    }
+  }
+  if (!(steps & kLate)) return;
+  const float* from = hidden + (size_t)image0 * s.copies * s.fc_out;
+  for (int r = 0; r < rows; r++)
+    block_copy_async(from + (size_t)r * s.fc_out, rows_of + r * pitch + kRowLead, s.fc_out);
   copy_wait();
   __syncthreads();
   FUSED_PHASE(1);
@@ -1222,7 +1298,11 @@ __global__ void __launch_bounds__(kThreads)
 // holds a smaller ticket, taken by a block that is already running and waits only on smaller
 // tickets still, so no block ever waits on one that could not start: the launch cannot
 // deadlock however few of its blocks are resident (other pipelines' kernels beside it), which a
-// grid-wide barrier could. A block takes its next ticket while it works on the current one.
+// grid-wide barrier could. A block takes its next ticket while it works on the current one,
+// except in the build for batches of more copies than SMs (kWide), where it takes it once its
+// item is done (taken while it worked, later stages' items were bound to blocks still busy
+// while others idled: at 64 images in fp16, fc1's 80 items and stage 3b's 64 ran in two rounds
+// on 132 SMs).
 //
 // The counters (FUSED_SMALL_SYNC of them) only grow: launch L of a batch size takes tickets
 // [L T, (L + 1) T), T = items + blocks (each block takes one ticket past the last item), and
@@ -1260,54 +1340,200 @@ __host__ __device__ inline int fc1_rows(const fused_shape& s) {
   return small_fc1_whole(s) ? kWholeRows : kNarrowRows;
 }
 
+// A batch of more copies than SMs: the small batches' kernel built for it (small_kernel's
+// kWide: tickets taken after an item, stage 2 in fp16 several copies an item, fc1 in fp16 two n
+// tiles a warp). Apart, so that the batches of fewer run the code measured for them (with both
+// in one kernel, a batch of one in fp16 took ~2 us longer, H100).
+__host__ __device__ inline bool small_wide(const fused_shape& s, int count) {
+  return count * s.copies > s.sms;
+}
+
+// fp16 stage 2's copies an item: one (its n tiles split over the warps, conv2's fragments staged
+// in shared memory where they fit), else 2 or fused_stage2_copies (the engine's kernel's way),
+// the fewest whose items do not outnumber the SMs, the fragments then read from L1/L2. (One copy
+// an item, a batch of 64 took 320 items of ~7.7 us in 2.4 rounds, each staging all 68 KB of
+// LeNet's fragments.)
+__host__ __device__ inline int small_stage2_copies(const fused_shape& s, int count) {
+  const int rows = count * s.copies, most = fused_stage2_copies(&s);
+  int c = 1;  // rows <= sms (not small_wide): 1
+  while (c < most && (rows + c - 1) / c > s.sms) c = min(2 * c, most);
+  return c;
+}
+
+// fp16 stage 2 of one copy an item: the copy's n tiles in groups, an item a (copy, group), a
+// warp a (row tile, n tiles part, part + parts, ... of the group): `tiles` a warp over `parts`,
+// the first of (1, 1), (1, 2), (1, 4), (2, 4) whose items do not outnumber the SMs. Few tiles
+// an SM because a k step of a warp reads 768 bytes of shared memory for each mma (an A tile by
+// ldmatrix, a B fragment): 8 warps of one tile each took ~100 cycles a k step, the SM's shared
+// bandwidth (128 bytes a cycle), where one warp alone takes 40 (tail_lab). (All n tiles an
+// item, a batch of one's 5 items each took 8 us, staging all 68 KB of LeNet's fragments.)
+struct conv2_split {
+  int tiles, parts, groups;
+};
+__host__ __device__ inline conv2_split small_conv2_split(const fused_shape& s, int count) {
+  const int rows = count * s.copies, ntiles = fused_k2_pad(&s) / 8;
+  const int most = max(1, kWarps / (2 * fused_stage2_tile_pairs(&s)));  // parts that 8 warps hold
+  const int choices[4][2] = {{1, 1}, {1, 2}, {1, 4}, {2, 4}};
+  conv2_split p = {1, 1, ntiles};
+  for (int c = 0; c < 4 && choices[c][0] <= most; c++) {
+    p.parts = choices[c][0], p.tiles = choices[c][1];
+    p.groups = (ntiles + p.parts * p.tiles - 1) / (p.parts * p.tiles);
+    if (rows * p.groups <= s.sms) break;
+  }
+  return p;
+}
+
+// fp16 fc1's n tiles a warp (fc1h_item).
+__host__ __device__ inline int fc1h_tiles(const fused_shape& s, int count) {
+  const int row_tiles = (count * s.copies + 15) / 16, groups = ((s.fc_out + 7) / 8 + kWarps - 1) / kWarps;
+  return small_wide(s, count) && row_tiles * groups > s.sms ? 2 : 1;  // the kWide build only
+}
+
+// The small batches' kernel's plan, made on the host and passed in its arguments: the items'
+// run-time divisions made in every item (and in both its parts) took ~10% of a batch of one's
+// samples (ncu), their code cold on each SM.
 struct small_plan {
   int items[4];  // stage 1 (a copy), 2, fc1, stage 3b (an image)
   int total;
+  stage1_split one;
+  int copies2, parts2;  // fp16 stage 2 in the kWide build: copies an item, parts of a copy
+  conv2_split two;      // fp16 stage 2 of one copy an item
+  int conv2_groups;     // fp32 stage 2: items a group of copies
+  int fc1_tiles, fc1_groups;  // fc1: fp16 n tiles a warp, items a row tile; fp32 groups of outputs
 };
 
-__host__ __device__ inline small_plan small_plan_of(const fused_shape& s, int count) {
+inline small_plan small_plan_of(const fused_shape& s, int count) {
   const int rows = count * s.copies;
   small_plan p;
-  const stage1_split one = stage1_split_of(s, count);
-  p.items[0] = count * one.shares * one.parts;
-  p.items[1] = s.half ? rows
-                      : (rows + fused_stage2_copies(&s) - 1) / fused_stage2_copies(&s) *
-                            ((s.k2 + kSmallConv2Warps - 1) / kSmallConv2Warps);
-  p.items[2] = s.half ? (rows + 15) / 16 * (((s.fc_out + 7) / 8 + kWarps - 1) / kWarps)
-                      : (s.fc_out + kNarrowOut - 1) / kNarrowOut *
-                            ((rows + fc1_rows(s) - 1) / fc1_rows(s));
+  p.one = stage1_split_of(s, count);
+  p.items[0] = count * p.one.shares * p.one.parts;
+  p.copies2 = s.half ? small_stage2_copies(s, count) : fused_stage2_copies(&s);
+  p.parts2 = max(1, kWarps / (fused_stage2_tile_pairs(&s) * p.copies2));
+  p.two = small_conv2_split(s, count);
+  p.conv2_groups = (s.k2 + kSmallConv2Warps - 1) / kSmallConv2Warps;
+  p.items[1] = s.half ? (p.copies2 > 1 ? (rows + p.copies2 - 1) / p.copies2 : rows * p.two.groups)
+                      : (rows + p.copies2 - 1) / p.copies2 * p.conv2_groups;
+  p.fc1_tiles = fc1h_tiles(s, count);
+  p.fc1_groups = s.half ? ((s.fc_out + 7) / 8 + p.fc1_tiles * kWarps - 1) / (p.fc1_tiles * kWarps)
+                        : (s.fc_out + kNarrowOut - 1) / kNarrowOut;
+  p.items[2] = s.half ? (rows + 15) / 16 * p.fc1_groups
+                      : p.fc1_groups * ((rows + fc1_rows(s) - 1) / fc1_rows(s));
   p.items[3] = count;
   p.total = 0;
   for (int i = 0; i < 4; i++) p.total += p.items[i];
   return p;
 }
 
-// fp16 fc1 for small batches: an item is 16 rows x 8 n tiles, a warp an n tile, its k steps in
-// fc1h_kernel's order (the same mma on the same fragments: the same bits), the A fragments
-// loaded straight from act2 (rows beyond `rows` zeros, as fc1h_kernel's).
+// fp16 fc1 for small batches: an item is 16 rows x 8 kTiles n tiles, a warp kTiles n tiles (its
+// own, then 8 further on each), their k steps in fc1h_kernel's order (the same mma on the same
+// fragments: the same bits), the A fragments loaded straight from act2 (rows beyond `rows`
+// zeros, as fc1h_kernel's) once for all its tiles. kTiles 2 where items of one tile a warp
+// would outnumber the SMs (fc1h_tiles): the chains are latency-bound, two in flight cost
+// about what one does.
+template <int kTiles>
 __device__ __forceinline__ void fc1h_item(const fused_shape& s, const uint2* __restrict__ w3h,
                                           const float* __restrict__ b3, const __half* act2,
                                           int rows, float* hidden, int tile_row, int group) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int ntiles = (s.fc_out + 7) / 8, nt = group * kWarps + warp;
-  if (nt >= ntiles) return;
+  const int ntiles = (s.fc_out + 7) / 8, nt0 = group * kTiles * kWarps + warp;
+  if (nt0 >= ntiles) return;
   const int a2p = fused_act2_pitch(&s), ksteps = a2p / 16, g = lane / 4, q = lane % 4;
   const int r0 = tile_row * 16 + g, r1 = r0 + 8;
   const uint32_t* x0 = reinterpret_cast<const uint32_t*>(act2 + (size_t)min(r0, rows - 1) * a2p) + q;
   const uint32_t* x1 = reinterpret_cast<const uint32_t*>(act2 + (size_t)min(r1, rows - 1) * a2p) + q;
   const bool in0 = r0 < rows, in1 = r1 < rows;
-  const uint2* b = w3h + (size_t)nt * 32 + lane;
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 5
-  for (int ks = 0; ks < ksteps; ks++) {
+  const uint2* b = w3h + (size_t)nt0 * 32 + lane;
+  float acc[kTiles][4];
+  bool real[kTiles];
+#pragma unroll
+  for (int j = 0; j < kTiles; j++) {
+    acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    real[j] = nt0 + j * kWarps < ntiles;
+  }
+#pragma unroll 10  // loads of 10 k steps in flight: each step's are L2 round trips (act2 written
+  for (int ks = 0; ks < ksteps; ks++) {  // in this launch, B read once an item)
     const uint32_t a[4] = {in0 ? x0[ks * 8] : 0u, in1 ? x1[ks * 8] : 0u, in0 ? x0[ks * 8 + 4] : 0u,
                            in1 ? x1[ks * 8 + 4] : 0u};
-    mma_16816(acc, a, __ldg(b + (size_t)ks * ntiles * 32));
+#pragma unroll
+    for (int j = 0; j < kTiles; j++)
+      if (real[j]) mma_16816(acc[j], a, __ldg(b + ((size_t)ks * ntiles + j * kWarps) * 32));
   }
 #pragma unroll
+  for (int j = 0; j < kTiles; j++)
+#pragma unroll
+    for (int h = 0; h < 4; h++) {
+      const int r = tile_row * 16 + g + h / 2 * 8, k = (nt0 + j * kWarps) * 8 + 2 * q + h % 2;
+      if (real[j] && r < rows && k < s.fc_out)
+        hidden[(size_t)r * s.fc_out + k] = relu_if(1, acc[j][h] + b3[k]);
+    }
+  FUSED_PHASE(3);
+}
+
+// fp16 fc1 for batches of fewer copies than SMs where it fits: fc1h_item<1>'s arithmetic on
+// operands first copied into shared memory, all by cp.async at once (the item's 16 rows of
+// act2, zeros past `rows`, and its kWarps n tiles' fragments of every k step: 108 KB for
+// LeNet), where fc1h_item<1> waited on L2 for every 10 k steps' loads and a batch of one's 8
+// items took 4.6 us. The same mma on the same fragments in the same order: the same bits.
+__host__ __device__ inline int fc1h_staged_pitch(const fused_shape& s) {
+  return fused_act2_pitch(&s) + 8;  // halves: rows 4 banks apart, a fragment's loads conflict-free
+}
+__host__ __device__ inline size_t fc1h_staged_shared(const fused_shape& s) {
+  return sizeof(__half) * 16 * fc1h_staged_pitch(s) +
+         sizeof(uint2) * 32 * kWarps * (fused_act2_pitch(&s) / 16) + sizeof(float) * 8 * kWarps;
+}
+
+__device__ __forceinline__ void fc1h_staged_item(const fused_shape& s, const uint2* __restrict__ w3h,
+                                                 const float* __restrict__ b3, const __half* act2,
+                                                 int rows, float* hidden, int tile_row, int group,
+                                                 unsigned char* smem, int steps) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int ntiles = (s.fc_out + 7) / 8, first = group * kWarps, a2p = fused_act2_pitch(&s);
+  const int ksteps = a2p / 16, pitch = fc1h_staged_pitch(s), tiles = min(kWarps, ntiles - first);
+  __half* a_rows = reinterpret_cast<__half*>(smem);
+  uint2* frags = reinterpret_cast<uint2*>(smem + sizeof(__half) * 16 * pitch);
+  float* bias = reinterpret_cast<float*>(frags + (size_t)ksteps * kWarps * 32);
+  // The fragments: a k step's `tiles` x 256 contiguous bytes, k steps over the warps; the biases.
+  if (steps & kEarly) {
+    for (int ks = warp; ks < ksteps; ks += kWarps)
+      for (int u = lane; u < tiles * 16; u += 32)
+        copy16_async(reinterpret_cast<uint4*>(frags + (size_t)ks * kWarps * 32) + u,
+                     reinterpret_cast<const uint4*>(w3h + ((size_t)ks * ntiles + first) * 32) + u);
+    for (int k = first * 8 + threadIdx.x; k < min(s.fc_out, (first + tiles) * 8); k += kThreads)
+      bias[k - first * 8] = b3[k];
+  }
+  if (!(steps & kLate)) return;
+  // act2's rows: a row's 16-byte units over a warp (rows beyond `rows` zeros).
+  for (int r = warp; r < 16; r += kWarps) {
+    const int row = tile_row * 16 + r;
+    uint4* to = reinterpret_cast<uint4*>(a_rows + r * pitch);
+    const uint4* from = reinterpret_cast<const uint4*>(act2 + (size_t)min(row, rows - 1) * a2p);
+    for (int u = lane; u < a2p / 8; u += 32) {
+      if (row < rows)
+        copy16_async(to + u, from + u);
+      else
+        to[u] = make_uint4(0, 0, 0, 0);
+    }
+  }
+  copy_wait();
+  __syncthreads();
+  FUSED_PHASE(1);
+  if (warp >= tiles) return;
+  const int g = lane / 4, q = lane % 4;
+  const uint32_t* x0 = reinterpret_cast<const uint32_t*>(a_rows + g * pitch) + q;
+  const uint32_t* x1 = reinterpret_cast<const uint32_t*>(a_rows + (g + 8) * pitch) + q;
+  const uint2* b = frags + warp * 32 + lane;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 8
+  for (int ks = 0; ks < ksteps; ks++) {
+    const uint32_t a[4] = {x0[ks * 8], x1[ks * 8], x0[ks * 8 + 4], x1[ks * 8 + 4]};
+    mma_16816(acc, a, b[(size_t)ks * kWarps * 32]);
+  }
+  FUSED_PHASE(2);
+#pragma unroll
   for (int h = 0; h < 4; h++) {
-    const int r = tile_row * 16 + g + h / 2 * 8, k = nt * 8 + 2 * q + h % 2;
-    if (r < rows && k < s.fc_out) hidden[(size_t)r * s.fc_out + k] = relu_if(1, acc[h] + b3[k]);
+    const int r = tile_row * 16 + g + h / 2 * 8, k = (first + warp) * 8 + 2 * q + h % 2;
+    if (r < rows && k < s.fc_out)
+      hidden[(size_t)r * s.fc_out + k] = relu_if(1, acc[h] + bias[k - first * 8]);
   }
   FUSED_PHASE(3);
 }
@@ -1325,6 +1551,8 @@ struct small_args {
   size_t record_size;
   int w2_shared, w4_shared;  // conv2's (fp16) and fc2's weights staged in shared memory
   int fc1_whole;             // fp32 fc1 by fc1w_block
+  int fc1h_staged;           // fp16 fc1 by fc1h_staged_item where one n tile a warp
+  small_plan plan;
   unsigned long long* sync;  // tickets, then each stage's items done
   unsigned long long* trace; // NULL, or per item: taken, started (its wait over), done (ns),
                              // stage + 16 x the item's SM clock cycles
@@ -1342,62 +1570,82 @@ __device__ __forceinline__ unsigned long long load_acquire(const unsigned long l
   return v;
 }
 
-template <bool kHalf>
+template <bool kHalf, bool kWide>
 __device__ __forceinline__ void small_item(const small_args& a, int stage, int i,
-                                           unsigned char* smem) {
+                                           unsigned char* smem, int steps) {
   const fused_shape& s = a.s;
   const int rows = a.count * s.copies;
   float* f = reinterpret_cast<float*>(smem);
   if (stage == 0) {
-    const stage1_split p = stage1_split_of(s, a.count);
+    if (!(steps & kLate)) return;  // stage 1 waits on nothing
+    const stage1_split& p = a.plan.one;
     const int share = i / p.parts;
     stage1_block<kHalf>(s, a.spec, a.w.w1, a.w.b1, a.images, a.act1, share / p.shares,
                         share % p.shares, p.shares, i % p.parts, p.parts, f);
   } else if (stage == 1) {
     if (kHalf) {
-      const int parts = kWarps / fused_stage2_tile_pairs(&s);
+      const int copies = kWide ? a.plan.copies2 : 1, parts = a.plan.parts2;
       const uint2* w2h = static_cast<const uint2*>(a.w.w2h);
       const __half* in = static_cast<const __half*>(a.act1);
       __half* out = static_cast<__half*>(a.act2);
-      // parts >= 2: fused_stage2_tile_pairs is at most 4 (FUSED_MAX_P2Q2 positions).
-      if (a.w2_shared && parts >= 4)
-        stage2h_block<true, 2>(s, w2h, a.w.b2, in, rows, out, i, 1, parts, smem);
-      else if (a.w2_shared)
-        stage2h_block<true, 4>(s, w2h, a.w.b2, in, rows, out, i, 1, parts, smem);
-      else
-        stage2h_block<false, 4>(s, w2h, a.w.b2, in, rows, out, i, 1, parts, smem);
+      if (kWide && copies > 1 && parts == 1)
+        stage2h_block<false, FUSED_MAX_K2 / 8>(s, w2h, a.w.b2, in, rows, out, i, copies, 1, 0, smem, steps);
+      else if (kWide && copies > 1)
+        stage2h_block<false, 4>(s, w2h, a.w.b2, in, rows, out, i, copies, parts, 0, smem, steps);
+      else {  // one copy, a group of its n tiles (small_conv2_split), a row tile a warp
+        const conv2_split& p = a.plan.two;
+        const int row = i / p.groups, tile0 = i % p.groups * p.parts * p.tiles;
+        if (a.w2_shared && p.tiles == 1)
+          stage2h_block<true, 1, 1>(s, w2h, a.w.b2, in, rows, out, row, 1, p.parts, tile0, smem, steps);
+        else if (a.w2_shared && p.tiles == 2)
+          stage2h_block<true, 2, 1>(s, w2h, a.w.b2, in, rows, out, row, 1, p.parts, tile0, smem, steps);
+        else if (a.w2_shared)
+          stage2h_block<true, 4, 1>(s, w2h, a.w.b2, in, rows, out, row, 1, p.parts, tile0, smem, steps);
+        else  // the group bounds a warp's tiles: 4 serve 1 or 2
+          stage2h_block<false, 4, 1>(s, w2h, a.w.b2, in, rows, out, row, 1, p.parts, tile0, smem, steps);
+      }
     } else {
-      const int groups = (s.k2 + kSmallConv2Warps - 1) / kSmallConv2Warps;
+      const int groups = a.plan.conv2_groups;
       stage2_block<1>(s, a.w.w2t, a.w.b2, static_cast<const float*>(a.act1), rows,
-                      static_cast<float*>(a.act2), i / groups, i % groups, kSmallConv2Warps, f);
+                      static_cast<float*>(a.act2), i / groups, i % groups, kSmallConv2Warps, f, steps);
     }
   } else if (stage == 2) {
     if (kHalf) {
-      const int groups = ((s.fc_out + 7) / 8 + kWarps - 1) / kWarps;
-      fc1h_item(s, static_cast<const uint2*>(a.w.w3h), a.w.b3, static_cast<const __half*>(a.act2),
-                rows, a.hidden, i / groups, i % groups);
+      const int tiles = kWide ? a.plan.fc1_tiles : 1, groups = a.plan.fc1_groups;
+      if (!kWide && a.fc1h_staged)
+        fc1h_staged_item(s, static_cast<const uint2*>(a.w.w3h), a.w.b3,
+                         static_cast<const __half*>(a.act2), rows, a.hidden, i / groups, i % groups,
+                         smem, steps);
+      else if (!(steps & kLate))
+        return;  // fc1h_item: nothing early
+      else if (kWide && tiles == 2)
+        fc1h_item<2>(s, static_cast<const uint2*>(a.w.w3h), a.w.b3,
+                     static_cast<const __half*>(a.act2), rows, a.hidden, i / groups, i % groups);
+      else
+        fc1h_item<1>(s, static_cast<const uint2*>(a.w.w3h), a.w.b3,
+                     static_cast<const __half*>(a.act2), rows, a.hidden, i / groups, i % groups);
     } else {
-      const int outs = (s.fc_out + kNarrowOut - 1) / kNarrowOut;
+      const int outs = a.plan.fc1_groups;
       const float* in = static_cast<const float*>(a.act2);
       if (a.fc1_whole)
-        fc1w_block(s, a.w.w3b, a.w.b3, in, rows, a.hidden, i % outs, i / outs, f);
-      else
+        fc1w_block(s, a.w.w3b, a.w.b3, in, rows, a.hidden, i % outs, i / outs, f, steps);
+      else if (steps & kLate)  // fc1n_block: nothing early
         fc1n_block(s, a.w.w3t, a.w.b3, in, rows, a.hidden, i % outs, i / outs,
                    *reinterpret_cast<fc1n_shared*>(smem));
     }
   } else {
     if (a.w4_shared)
-      stage3b_block<true>(s, 1, a.merge, a.w.w4, a.w.b4, a.hidden, a.count, a.record_size, a.records, i, f);
+      stage3b_block<true>(s, 1, a.merge, a.w.w4, a.w.b4, a.hidden, a.count, a.record_size, a.records, i, f, steps);
     else
-      stage3b_block<false>(s, 1, a.merge, a.w.w4, a.w.b4, a.hidden, a.count, a.record_size, a.records, i, f);
+      stage3b_block<false>(s, 1, a.merge, a.w.w4, a.w.b4, a.hidden, a.count, a.record_size, a.records, i, f, steps);
   }
 }
 
-template <bool kHalf>
+template <bool kHalf, bool kWide>
 __global__ void __launch_bounds__(kThreads, 1) small_kernel(small_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ unsigned long long next;
-  const small_plan plan = small_plan_of(a.s, a.count);
+  const small_plan& plan = a.plan;
   const unsigned long long per_launch = (unsigned long long)plan.total + gridDim.x;
   unsigned long long taken = a.trace ? global_ns() : 0, started = 0;  // first: the block's start
   if (threadIdx.x == 0) next = atomicAdd(a.sync, 1ull);
@@ -1405,6 +1653,7 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(small_args a) {
   unsigned long long ticket = next;
   const unsigned long long launch = ticket / per_launch;
   int ready = 0;  // thread 0: the stages before this one are known to be done
+  const bool late = kWide;  // a block's next ticket after its item
   long long cycles = 0;
   for (;;) {
     const int local = (int)(ticket - launch * per_launch);
@@ -1412,8 +1661,9 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(small_args a) {
     if (item >= plan.total) break;
     while (item >= plan.items[stage]) item -= plan.items[stage++];
     __syncthreads();  // every thread has read `next`
+    small_item<kHalf, kWide>(a, stage, item, smem, kEarly);  // while the stage before runs
     if (threadIdx.x == 0) {
-      next = atomicAdd(a.sync, 1ull);
+      if (!late) next = atomicAdd(a.sync, 1ull);
       if (stage > ready) {
         const unsigned long long want = (launch + 1) * (unsigned long long)plan.items[stage - 1];
         while (load_acquire(a.sync + stage) < want) {
@@ -1428,13 +1678,14 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(small_args a) {
     __syncthreads();
 #ifdef FUSED_TWICE  // lab: each item done twice, the phases stamped on the second (warm code)
     if (threadIdx.x == 0) fused_phase_stage[blockIdx.x] = -1;
-    small_item<kHalf>(a, stage, item, smem);
+    small_item<kHalf, kWide>(a, stage, item, smem, kLate);
     __syncthreads();
+    small_item<kHalf, kWide>(a, stage, item, smem, kEarly);
     if (threadIdx.x == 0)
       fused_phase_stage[blockIdx.x] = stage, fused_phase_base[blockIdx.x] = clock64();
     __syncthreads();
 #endif
-    small_item<kHalf>(a, stage, item, smem);
+    small_item<kHalf, kWide>(a, stage, item, smem, kLate);
     __syncthreads();  // the item's writes are issued
     FUSED_PHASE(15);
     if (threadIdx.x == 0) {
@@ -1448,7 +1699,9 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(small_args a) {
         t[0] = taken, t[1] = started, t[2] = done, t[3] = stage | (clock64() - cycles) << 4;
         taken = done;
       }
+      if (late) next = atomicAdd(a.sync, 1ull);
     }
+    if (late) __syncthreads();  // `next` written
     ticket = next;
   }
 }
@@ -1529,7 +1782,7 @@ size_t stage1_shared(const fused_shape& s, int copies) {
 }
 
 size_t stage2h_shared(const fused_shape& s, int per_block) {
-  return kOffsetBytes + sizeof(uint4) +
+  return kStage2hHead +
          sizeof(__half) * per_block * (s.p1_h + 2 * s.pad2) * (s.p1_w + 2 * s.pad2) *
              stage2h_pixel_pitch(s);
 }
@@ -1565,9 +1818,14 @@ int small_w4_shared(const fused_shape& s) {
   return stage3b_shared(s, 1) + sizeof(float) * s.classes * s.fc_out <= kSmallShared;
 }
 
+int small_fc1h_staged(const fused_shape& s) {
+  return s.half && fc1h_staged_shared(s) <= kSmallShared;
+}
+
 size_t small_shared(const fused_shape& s) {
-  const size_t stage2 = small_stage2_shared(s) + (small_w2_shared(s) ? packed_conv2(s) : 0);
-  const size_t fc1 = s.half ? 0 : small_fc1_whole(s) ? fc1w_shared(s) : sizeof(fc1n_shared);
+  const size_t stage2 = max(small_stage2_shared(s) + (small_w2_shared(s) ? packed_conv2(s) : 0),
+                           s.half ? stage2h_shared(s, fused_stage2_copies(&s)) : 0);  // wide
+  const size_t fc1 = s.half ? (small_fc1h_staged(s) ? fc1h_staged_shared(s) : 0) : small_fc1_whole(s) ? fc1w_shared(s) : sizeof(fc1n_shared);
   const size_t one = stage1_shared(s, s.copies);  // stage1_split's per copies, or fewer
   const size_t rest = stage3b_shared(s, 1) + (small_w4_shared(s) ? sizeof(float) * s.classes * s.fc_out : 0);
   return max(max(one, stage2), max(fc1, rest));
@@ -1633,11 +1891,13 @@ extern "C" ttp_status fused_kernels_prepare(fused_shape* s, ttp_err* e) {
                        {(const void*)stage2_kernel<1>, stage2_one_shared(*s), "stage2_kernel"},
                        {(const void*)stage2_kernel<kGroup2>, stage2_shared(*s), "stage2_kernel"},
                        {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"},
-                       {(const void*)small_kernel<false>, small_shared(*s), "small_kernel"}};
+                       {(const void*)small_kernel<false, false>, small_shared(*s), "small_kernel"},
+                       {(const void*)small_kernel<false, true>, small_shared(*s), "small_kernel"}};
   const need fp16[] = {{(const void*)stage1_kernel<true>, stage1_shared(*s, s->copies), "stage1_kernel"},
                        {(const void*)stage2h_kernel, stage2_shared(*s), "stage2h_kernel"},
                        {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"},
-                       {(const void*)small_kernel<true>, small_shared(*s), "small_kernel"}};
+                       {(const void*)small_kernel<true, false>, small_shared(*s), "small_kernel"},
+                       {(const void*)small_kernel<true, true>, small_shared(*s), "small_kernel"}};
   const need* list = s->half ? fp16 : fp32;
   const size_t count = s->half ? sizeof fp16 / sizeof *fp16 : sizeof fp32 / sizeof *fp32;
   for (size_t i = 0; i < count; i++) {
@@ -1647,7 +1907,8 @@ extern "C" ttp_status fused_kernels_prepare(fused_shape* s, ttp_err* e) {
       return ERR(e, TTP_ERR_CUDA, "%s: %zu bytes of shared memory: %s", list[i].name,
                  list[i].bytes, cudaGetErrorString(err));
   }
-  const void* small = s->half ? (const void*)small_kernel<true> : (const void*)small_kernel<false>;
+  const void* small =
+      s->half ? (const void*)small_kernel<true, false> : (const void*)small_kernel<false, false>;
   const cudaError_t err =
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s->small_fit, small, kThreads, small_shared(*s));
   if (err != cudaSuccess || s->small_fit < 1)
@@ -1721,14 +1982,18 @@ extern "C" ttp_status fused_small(const fused_shape* s, const aug_spec* spec, tt
   if (small_fc1_whole(*s) && !w->w3b)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "fused small batch: fc1's blocks not packed");
   const small_plan plan = small_plan_of(*s, count);
-  /* A block per item where the GPU holds them all: a block's next item is taken while it works
-     on one, so with fewer blocks an item may wait behind another of its own stage. */
+  /* A block per item where the GPU holds them all (with fewer, a block's next item may wait
+     behind another of its own stage); small_fit is the same for both builds of the kernel (one
+     block an SM by its shared memory). */
   const int blocks = min(plan.total, s->sms * s->small_fit);
   const small_args a = {*s,     *spec, *w,     merge,  images,
                         count,  act1,  act2,   hidden, static_cast<unsigned char*>(records),
                         aug_merge_record_size(s->classes), small_w2_shared(*s),
-                        small_w4_shared(*s), small_fc1_whole(*s), sync, trace};
-  (s->half ? small_kernel<true> : small_kernel<false>)<<<blocks, kThreads, small_shared(*s), stream>>>(a);
+                        small_w4_shared(*s), small_fc1_whole(*s), small_fc1h_staged(*s), plan, sync, trace};
+  const bool wide = small_wide(*s, count);
+  const auto kernel = s->half ? (wide ? small_kernel<true, true> : small_kernel<true, false>)
+                              : (wide ? small_kernel<false, true> : small_kernel<false, false>);
+  kernel<<<blocks, kThreads, small_shared(*s), stream>>>(a);
   return launched("fused small batch", e);
 }
 
