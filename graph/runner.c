@@ -222,11 +222,12 @@ static ttp_status bench_on_device(gpu_runner* r, const uint8_t* images, size_t c
   gpu_slot* slot = &r->slots[0];
   int bucket = bucket_of(r, count);
   /* The latency path's graph copies its input in from the slot's pinned memory. */
-  if (direct(r, bucket)) memcpy(slot->host_in, images, count * r->pixels);
-  /* On the compute stream, which the graphs follow (a cudaMemcpy from pageable memory may
-     return before its data lands, and the legacy stream does not order ours). */
-  CUDA_TRY(e, cudaMemcpyAsync(slot->dev_in, images, count * r->pixels, cudaMemcpyHostToDevice,
-                              r->stream));
+  if (direct(r, bucket))
+    memcpy(slot->host_in, images, count * r->pixels);
+  else /* On the compute stream, which the graphs follow (a cudaMemcpy from pageable memory may
+          return before its data lands, and the legacy stream does not order ours). */
+    CUDA_TRY(e, cudaMemcpyAsync(slot->dev_in, images, count * r->pixels, cudaMemcpyHostToDevice,
+                                r->stream));
   for (int k = 0; k < replays; k++) {
     float t = 0;
     CUDA_TRY(e, cudaEventRecord(slot->t_begin, r->stream));
@@ -317,14 +318,11 @@ static ttp_status plan_slots(gpu_runner* r, ttp_err* e) {
     memset(slot->host_in, 0, in);
     CUDA_TRY(e, cudaMemsetAsync(slot->dev_in, 0, in, r->stream));
     CUDA_TRY(e, cudaStreamCreateWithFlags(&slot->copy, cudaStreamNonBlocking));
-    cudaEvent_t* fences[3] = {&slot->in_ready, &slot->computed, &slot->done};
-    for (int k = 0; k < 3; k++) CUDA_TRY(e, cudaEventCreateWithFlags(fences[k], cudaEventDisableTiming));
+    cudaEvent_t* fences[2] = {&slot->in_ready, &slot->computed};
+    for (int k = 0; k < 2; k++) CUDA_TRY(e, cudaEventCreateWithFlags(fences[k], cudaEventDisableTiming));
     /* The event the host waits on: a sleeping wait needs blocking sync. */
-    if (r->cfg.wait == TTP_WAIT_BLOCK) {
-      CUDA_TRY(e, cudaEventDestroy(slot->done));
-      slot->done = NULL;
-      CUDA_TRY(e, cudaEventCreateWithFlags(&slot->done, cudaEventDisableTiming | cudaEventBlockingSync));
-    }
+    const unsigned sleep = r->cfg.wait == TTP_WAIT_BLOCK ? cudaEventBlockingSync : 0;
+    CUDA_TRY(e, cudaEventCreateWithFlags(&slot->done, cudaEventDisableTiming | sleep));
     cudaEvent_t* timing[5] = {&slot->t_start, &slot->t_in, &slot->t_begin, &slot->t_end,
                               &slot->t_out};
     for (int k = 0; k < 5; k++) CUDA_TRY(e, cudaEventCreate(timing[k]));

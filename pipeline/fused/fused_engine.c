@@ -409,7 +409,7 @@ ttp_status fused_run_pass(const model* m, const engine_config* c, int images, in
   fused_net* g = state;
   const size_t in_bytes = (size_t)images * g->s.in_h * g->s.in_w;
   const size_t out_bytes = images * aug_merge_record_size(g->s.classes);
-  const size_t trace_bytes = 4 * sizeof *trace * fused_small_items(&g->s, images, 4);
+  const size_t trace_bytes = 4 * sizeof *trace * fused_small_items(&g->s, images, FUSED_SMALL_STAGES);
   void *d_in = NULL, *d_out = NULL;
   unsigned long long* d_trace = NULL;
   ttp_status st = TTP_OK;
@@ -417,13 +417,13 @@ ttp_status fused_run_pass(const model* m, const engine_config* c, int images, in
   if (err == cudaSuccess) err = cudaMalloc(&d_out, out_bytes);
   if (err == cudaSuccess && trace) err = cudaMalloc((void**)&d_trace, trace_bytes);
   if (err == cudaSuccess) err = cudaMemcpy(d_in, in, in_bytes, cudaMemcpyHostToDevice);
+  cudaEvent_t t0 = NULL, t1 = NULL;
+  if (err == cudaSuccess) err = cudaEventCreate(&t0);
+  if (err == cudaSuccess) err = cudaEventCreate(&t1);
   if (err != cudaSuccess) st = ERR(e, TTP_ERR_CUDA, "fused_run_pass: %s", cudaGetErrorString(err));
   /* Three passes one after another, the output poisoned before each: the last one's result
      shows whether the small kernel's counters carried over from launch to launch; the last one
      timed. */
-  cudaEvent_t t0 = NULL, t1 = NULL;
-  if (err == cudaSuccess) err = cudaEventCreate(&t0);
-  if (err == cudaSuccess) err = cudaEventCreate(&t1);
   for (int k = 0; k < 3 && st == TTP_OK; k++) {
     err = cudaMemset(d_out, 0xff, out_bytes);
     if (err == cudaSuccess) err = cudaEventRecord(t0, 0);
@@ -448,7 +448,7 @@ ttp_status fused_run_pass(const model* m, const engine_config* c, int images, in
   if (st == TTP_OK) {
     err = cudaMemcpy(out, d_out, out_bytes, cudaMemcpyDeviceToHost);
     if (err == cudaSuccess && trace) err = cudaMemcpy(trace, d_trace, trace_bytes, cudaMemcpyDeviceToHost);
-    if (err != cudaSuccess) st = ERR(e, TTP_ERR_CUDA, "fused pass: %s", cudaGetErrorString(err));
+    if (err != cudaSuccess) st = ERR(e, TTP_ERR_CUDA, "fused_run_pass: %s", cudaGetErrorString(err));
   }
   cudaFree(d_trace);
   cudaFree(d_in);

@@ -30,31 +30,37 @@
 // to phase k of its stage's body; bench_small_trace prints the means (fused_phases_print).
 #ifdef FUSED_PHASES
 #include <stdio.h>
-__device__ unsigned long long fused_phase_sum[4][16], fused_phase_count[4][16];
-__device__ unsigned long long fused_phase_base[2048];
-__device__ int fused_phase_stage[2048];  // -1: not an item of the small batches' kernel
-#define FUSED_PHASE(k)                                                            \
-  do {                                                                            \
-    const int stage_ = blockIdx.x < 2048 ? fused_phase_stage[blockIdx.x] : -1;    \
-    if (threadIdx.x == 0 && stage_ >= 0) {                                        \
-      atomicAdd(&fused_phase_sum[stage_][k], clock64() - fused_phase_base[blockIdx.x]); \
-      atomicAdd(&fused_phase_count[stage_][k], 1ull);                             \
-    }                                                                             \
+__device__ unsigned long long fused_phase_sum[FUSED_SMALL_STAGES][16],
+    fused_phase_count[FUSED_SMALL_STAGES][16];
+// The block's item: its stage and start, in shared memory (a stamp that read them from global
+// memory waited ~500 cycles on L2, which the phases then counted); `magic` tells the small
+// batches' kernel, which sets them, from the stages' kernels, whose shared memory holds anything.
+__shared__ unsigned long long fused_phase_base, fused_phase_magic;
+__shared__ int fused_phase_stage;  // -1: between items
+constexpr unsigned long long kPhaseMagic = 0x9E3779B97F4A7C15ull;
+#define FUSED_PHASE(k)                                                                  \
+  do {                                                                                  \
+    if (threadIdx.x == 0 && fused_phase_magic == kPhaseMagic && fused_phase_stage >= 0) { \
+      atomicAdd(&fused_phase_sum[fused_phase_stage][k], clock64() - fused_phase_base);  \
+      atomicAdd(&fused_phase_count[fused_phase_stage][k], 1ull);                        \
+    }                                                                                   \
+  } while (0)
+#define FUSED_PHASE_ITEM(stage)                                                      \
+  do {                                                                              \
+    fused_phase_magic = kPhaseMagic, fused_phase_stage = (stage);                   \
+    fused_phase_base = clock64();                                                   \
   } while (0)
 extern "C" void fused_phases_reset(void) {
-  static unsigned long long zeros[4][16];
-  static int none[2048];
-  for (int i = 0; i < 2048; i++) none[i] = -1;
+  static unsigned long long zeros[FUSED_SMALL_STAGES][16];
   cudaMemcpyToSymbol(fused_phase_sum, zeros, sizeof zeros);
   cudaMemcpyToSymbol(fused_phase_count, zeros, sizeof zeros);
-  cudaMemcpyToSymbol(fused_phase_stage, none, sizeof none);
 }
 extern "C" void fused_phases_print(void) {
-  unsigned long long sum[4][16], count[4][16];
+  unsigned long long sum[FUSED_SMALL_STAGES][16], count[FUSED_SMALL_STAGES][16];
   cudaDeviceSynchronize();
   cudaMemcpyFromSymbol(sum, fused_phase_sum, sizeof sum);
   cudaMemcpyFromSymbol(count, fused_phase_count, sizeof count);
-  for (int stage = 0; stage < 4; stage++) {
+  for (int stage = 0; stage < FUSED_SMALL_STAGES; stage++) {
     printf("    phases of stage %d (cycles from the item's start, mean):", stage);
     for (int k = 0; k < 16; k++)
       if (count[stage][k]) printf(" %d:%.0f", k, (double)sum[stage][k] / count[stage][k]);
@@ -63,6 +69,7 @@ extern "C" void fused_phases_print(void) {
 }
 #else
 #define FUSED_PHASE(k) do {} while (0)
+#define FUSED_PHASE_ITEM(stage) do {} while (0)
 #endif
 
 namespace {
@@ -1393,7 +1400,7 @@ __host__ __device__ inline int fc1h_tiles(const fused_shape& s, int count) {
 // run-time divisions made in every item (and in both its parts) took ~10% of a batch of one's
 // samples (ncu), their code cold on each SM.
 struct small_plan {
-  int items[4];  // stage 1 (a copy), 2, fc1, stage 3b (an image)
+  int items[FUSED_SMALL_STAGES];  // stage 1 (a copy), 2, fc1, stage 3b (an image)
   int total;
   stage1_split one;
   int copies2, parts2;  // fp16 stage 2 in the kWide build: copies an item, parts of a copy
@@ -1420,7 +1427,7 @@ inline small_plan small_plan_of(const fused_shape& s, int count) {
                       : p.fc1_groups * ((rows + fc1_rows(s) - 1) / fc1_rows(s));
   p.items[3] = count;
   p.total = 0;
-  for (int i = 0; i < 4; i++) p.total += p.items[i];
+  for (int i = 0; i < FUSED_SMALL_STAGES; i++) p.total += p.items[i];
   return p;
 }
 
@@ -1671,26 +1678,25 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(small_args a) {
         ready = stage;
       }
       if (a.trace) started = global_ns(), cycles = clock64();
-#ifdef FUSED_PHASES
-      fused_phase_stage[blockIdx.x] = stage, fused_phase_base[blockIdx.x] = clock64();
-#endif
+      FUSED_PHASE_ITEM(stage);
     }
     __syncthreads();
 #ifdef FUSED_TWICE  // lab: each item done twice, the phases stamped on the second (warm code)
-    if (threadIdx.x == 0) fused_phase_stage[blockIdx.x] = -1;
+    if (threadIdx.x == 0) FUSED_PHASE_ITEM(-1);
     small_item<kHalf, kWide>(a, stage, item, smem, kLate);
     __syncthreads();
     small_item<kHalf, kWide>(a, stage, item, smem, kEarly);
-    if (threadIdx.x == 0)
-      fused_phase_stage[blockIdx.x] = stage, fused_phase_base[blockIdx.x] = clock64();
+    if (threadIdx.x == 0) FUSED_PHASE_ITEM(stage);
     __syncthreads();
 #endif
     small_item<kHalf, kWide>(a, stage, item, smem, kLate);
     __syncthreads();  // the item's writes are issued
     FUSED_PHASE(15);
     if (threadIdx.x == 0) {
-      if (stage < 3) {  // nothing waits on the last stage's items (the launch's end publishes
-        __threadfence();  // the records): no fence behind their writes to mapped host memory
+      // Nothing waits on the last stage's items (the launch's end publishes the records): no
+      // fence behind their writes to mapped host memory.
+      if (stage < FUSED_SMALL_STAGES - 1) {
+        __threadfence();
         atomicAdd(a.sync + 1 + stage, 1ull);
       }
       if (a.trace) {
@@ -1729,10 +1735,14 @@ __global__ void pack_conv2_kernel(fused_shape s, const float* __restrict__ w2t, 
   }
 }
 
-// fc1's fp32 weights in blocks of 32 outputs (fused_weights.w3b), zeros beyond fc_out.
+// fc1's fp32 weights in blocks of kNarrowOut (32) outputs (fused_weights.w3b, fc1w_block), k in
+// order within a block, zeros beyond fc_out: fc1_blocks_floats of them.
+__host__ __device__ inline size_t fc1_blocks_floats(const fused_shape& s) {
+  return (size_t)((s.fc_out + kNarrowOut - 1) / kNarrowOut) * s.fc_in * kNarrowOut;
+}
+
 __global__ void pack_fc1_blocks_kernel(fused_shape s, const float* __restrict__ w3t, float* out) {
-  const int groups = (s.fc_out + kNarrowOut - 1) / kNarrowOut;
-  const size_t total = (size_t)groups * s.fc_in * kNarrowOut;
+  const size_t total = fc1_blocks_floats(s);
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
     const int o = (int)(i / ((size_t)s.fc_in * kNarrowOut)) * kNarrowOut + (int)(i % kNarrowOut);
@@ -1835,9 +1845,7 @@ size_t small_shared(const fused_shape& s) {
 
 extern "C" size_t fused_packed_bytes(const fused_shape* s) {
   if (!s->half)
-    return small_fc1_whole(*s) ? sizeof(float) * ((s->fc_out + kNarrowOut - 1) / kNarrowOut) *
-                                     s->fc_in * kNarrowOut
-                               : 0;
+    return small_fc1_whole(*s) ? sizeof(float) * fc1_blocks_floats(*s) : 0;
   return packed_conv2(*s) + sizeof(uint2) * 32 * (fused_act2_pitch(s) / 16) * ((s->fc_out + 7) / 8);
 }
 
@@ -1971,7 +1979,7 @@ extern "C" size_t fused_hidden_bytes(const fused_shape* s) { return sizeof(float
 
 extern "C" int fused_small_items(const fused_shape* s, int count, int stage) {
   const small_plan plan = small_plan_of(*s, count);
-  return stage < 4 ? plan.items[stage] : plan.total;
+  return stage < FUSED_SMALL_STAGES ? plan.items[stage] : plan.total;
 }
 
 extern "C" ttp_status fused_small(const fused_shape* s, const aug_spec* spec, ttp_merge merge,

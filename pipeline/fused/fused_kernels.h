@@ -146,9 +146,9 @@ ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const fused_weigh
    launches of this `count` only, one after another (a stream's order). trace: NULL, or (the
    kernel lab) 4 numbers per item: device timestamps in ns when its block took it (a block's
    first item: when the block began), when the stage before it was done and when it was done,
-   then its stage (0..3) plus 16 times the SM clock cycles the item took; fused_small_items
-   items (4: all stages; 0..3: one). */
-enum { FUSED_SMALL_MAX = 64, FUSED_SMALL_SYNC = 5 };
+   then its stage (0 .. FUSED_SMALL_STAGES - 1) plus 16 times the SM clock cycles the item took;
+   fused_small_items items (FUSED_SMALL_STAGES: all stages; 0 .. FUSED_SMALL_STAGES - 1: one). */
+enum { FUSED_SMALL_MAX = 64, FUSED_SMALL_STAGES = 4, FUSED_SMALL_SYNC = FUSED_SMALL_STAGES + 1 };
 ttp_status fused_small(const fused_shape* s, const aug_spec* spec, ttp_merge merge,
                        const fused_weights* w, const uint8_t* images, int count, void* act1,
                        void* act2, float* hidden, void* records, unsigned long long* sync,

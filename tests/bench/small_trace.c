@@ -17,7 +17,7 @@
 #include "tests/common/fixtures.h"
 #include "ttapipe.h"
 
-enum { MOST = 4096 }; /* items: more than 4 stages of a 64-image batch of 5 copies take */
+enum { MOST = 4096 }; /* items: more than the stages of a 64-image batch of 5 copies take */
 
 static void trace_one(const model* m, ttp_precision precision, int images, test_rng* rng) {
   ttp_err e = {0};
@@ -53,8 +53,8 @@ static void trace_one(const model* m, ttp_precision precision, int images, test_
          small_ms * 1e3, staged_ms * 1e3, total, (end - t0) / 1e3);
   printf("  %-10s %6s %10s %10s %10s %10s %10s\n", "stage", "items", "first us", "last us",
          "item us", "wait us", "SM MHz");
-  static const char* const names[4] = {"1 conv1", "2 conv2", "3a fc1", "3b rest"};
-  for (int k = 0; k < 4; k++) {
+  static const char* const names[FUSED_SMALL_STAGES] = {"1 conv1", "2 conv2", "3a fc1", "3b rest"};
+  for (int k = 0; k < FUSED_SMALL_STAGES; k++) {
     unsigned long long lo = ~0ull, hi = 0;
     double work = 0, wait = 0, cycles = 0;
     int n = 0;
