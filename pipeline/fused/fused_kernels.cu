@@ -788,6 +788,36 @@ struct small_div {
 // as slow as the first: tests/bench/NOTES.md).
 constexpr int kLrnMost = 8, kLrnUnits = 8;
 
+// stage3_tail's merge in one mode, known at compile time: with the mode a run-time value, each
+// class's value took ~620 cycles of one thread instead of ~240 (tail_lab), every mode's code
+// in the way.
+template <int kMode>
+__device__ __forceinline__ void stage3_merge(const fused_shape& s, const float* probs,
+                                             float* merged, int images, int image0,
+                                             size_t record_size, unsigned char* __restrict__ records) {
+  const ttp_merge merge = static_cast<ttp_merge>(kMode);
+  const int t = threadIdx.x;
+  for (int i = t; i < images * s.classes; i += kThreads) {
+    const int image = i / s.classes, k = i % s.classes;
+    const float* p = probs + image * s.copies * s.classes;
+    int winners[MERGE_MAX_COPIES];
+    merge_winners(merge, p, s.copies, s.classes, winners);
+    const double norm = merge_norm(merge, p, s.copies, s.classes, winners);
+    merged[i] = merge_class(merge, p, s.copies, s.classes, k, winners, norm);
+    reinterpret_cast<float*>(records + (size_t)(image0 + image) * record_size +
+                             sizeof(ttp_result))[k] = merged[i];
+  }
+  __syncthreads();
+  FUSED_PHASE(3);
+  if (t < images) {
+    ttp_result result;
+    merge_finish(merge, probs + t * s.copies * s.classes, s.copies, s.classes,
+                 merged + t * s.classes, &result);
+    *reinterpret_cast<ttp_result*>(records + (size_t)(image0 + t) * record_size) = result;
+  }
+  FUSED_PHASE(4);
+}
+
 __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merge, const float* __restrict__ w4,
                             const float* __restrict__ b4, float* hidden, float* probs,
                             float* merged, int images, int image0, size_t record_size,
@@ -877,26 +907,19 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
   }
   __syncthreads();
   FUSED_PHASE(2);
-
-  for (int i = t; i < images * s.classes; i += kThreads) {
-    const int image = i / s.classes, k = i % s.classes;
-    const float* p = probs + image * s.copies * s.classes;
-    int winners[MERGE_MAX_COPIES];
-    merge_winners(merge, p, s.copies, s.classes, winners);
-    const double norm = merge_norm(merge, p, s.copies, s.classes, winners);
-    merged[i] = merge_class(merge, p, s.copies, s.classes, k, winners, norm);
-    reinterpret_cast<float*>(records + (size_t)(image0 + image) * record_size +
-                             sizeof(ttp_result))[k] = merged[i];
+  switch (merge) {  // each mode's code folded (merge_value's default: the mean)
+    case TTP_MERGE_VOTE:
+      stage3_merge<TTP_MERGE_VOTE>(s, probs, merged, images, image0, record_size, records);
+      break;
+    case TTP_MERGE_MAX:
+      stage3_merge<TTP_MERGE_MAX>(s, probs, merged, images, image0, record_size, records);
+      break;
+    case TTP_MERGE_GMEAN:
+      stage3_merge<TTP_MERGE_GMEAN>(s, probs, merged, images, image0, record_size, records);
+      break;
+    default:
+      stage3_merge<TTP_MERGE_MEAN>(s, probs, merged, images, image0, record_size, records);
   }
-  __syncthreads();
-  FUSED_PHASE(3);
-  if (t < images) {
-    ttp_result result;
-    merge_finish(merge, probs + t * s.copies * s.classes, s.copies, s.classes,
-                 merged + t * s.classes, &result);
-    *reinterpret_cast<ttp_result*>(records + (size_t)(image0 + t) * record_size) = result;
-  }
-  FUSED_PHASE(4);
 }
 
 // fp32 fc1 for batches too small for the GEMM: a block takes 32 outputs of 8 rows, thread

@@ -96,6 +96,44 @@ __global__ void mma_lab(long long* out, int n) {
     out[0] = t1 - t0, out[1] = t2 - t1, out[2] = t3 - t2, out[3] = (long long)(acc[0] + acc[3]);
 }
 
+// One thread: the merge's pieces for one image of 5 copies x 10 classes (merge_core.h; the
+// mode a run-time argument, as in the kernels),
+// each timed alone: a class's merged value, merge_finish, its argmax, a double square root, a
+// double division, a float -> double conversion chain, and the record's store to `records`
+// (mapped host memory, as the small batches' kernel writes it).
+__global__ void merge_lab(unsigned char* records, long long* out, ttp_merge mode) {
+  __shared__ float probs[5 * 10], merged[10];
+  for (int i = threadIdx.x; i < 50; i += blockDim.x) probs[i] = (float)((i * 37) % 11 + 1) / 66.0f;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  int winners[MERGE_MAX_COPIES];
+  long long t[10];
+  t[0] = clock64();
+  merge_winners(mode, probs, 5, 10, winners);
+  const double norm = merge_norm(mode, probs, 5, 10, winners);
+  merged[3] = merge_class(mode, probs, 5, 10, 3, winners, norm);
+  t[1] = clock64();
+  for (int k = 0; k < 10; k++) merged[k] = merge_class(mode, probs, 5, 10, k, winners, norm);
+  t[2] = clock64();
+  ttp_result r;
+  merge_finish(mode, probs, 5, 10, merged, &r);
+  t[3] = clock64();
+  const int best = merge_argmax(merged, 10);
+  t[4] = clock64();
+  const double root = sqrt((double)merged[best] + 0.25);
+  t[5] = clock64();
+  const double quotient = ((double)merged[best] + root) / 5;
+  t[6] = clock64();
+  double sum = 0;
+  for (int c = 0; c < 5; c++) sum += probs[c * 10 + best];
+  t[7] = clock64();
+  *reinterpret_cast<ttp_result*>(records) = r;
+  t[8] = clock64();
+  reinterpret_cast<float*>(records + sizeof(ttp_result))[0] = (float)(quotient + sum);
+  t[9] = clock64();
+  for (int k = 0; k < 9; k++) out[k] = t[k + 1] - t[k];
+}
+
 // The lab kernel's first n results into h; false (said) on a CUDA error.
 bool fetch(long long* h, const long long* out, int n) {
   if (cudaMemcpy(h, out, n * sizeof(long long), cudaMemcpyDeviceToHost) == cudaSuccess) return true;
@@ -121,14 +159,14 @@ int main() {
   if (cudaMalloc(&w4, sizeof(float) * s.classes * s.fc_out) != cudaSuccess ||
       cudaMalloc(&b4, sizeof(float) * s.classes) != cudaSuccess ||
       cudaMalloc(&records, aug_merge_record_size(s.classes)) != cudaSuccess ||
-      cudaMalloc(&out, 8 * sizeof(long long)) != cudaSuccess) {
+      cudaMalloc(&out, 16 * sizeof(long long)) != cudaSuccess) {
     printf("bench_tail_lab: out of device memory\n");
     return 1;
   }
   cudaMemset(w4, 0, sizeof(float) * s.classes * s.fc_out);
   cudaMemset(b4, 0, sizeof(float) * s.classes);
   const size_t shared = sizeof(float) * (s.copies * (stage3_pitch(s) + s.classes) + s.classes);
-  long long h[8];
+  long long h[16];
   for (int lrn = 1; lrn >= 0; lrn--) {
     s.lrn = lrn;
     tail_lab<<<1, kThreads, shared>>>(s, w4, b4, records, aug_merge_record_size(s.classes), out);
@@ -146,6 +184,23 @@ int main() {
   printf("one warp, cycles a step: dependent mma.m16n8k16 %.1f; offset load + ldmatrix + mma "
          "%.1f (offsets ahead), %.1f (each behind the mma)\n",
          h[0] / 1024.0, h[1] / 1024.0, h[2] / 1024.0);
+  unsigned char *mapped = NULL, *mapped_dev = NULL;
+  if (cudaHostAlloc((void**)&mapped, 256, cudaHostAllocMapped) != cudaSuccess ||
+      cudaHostGetDevicePointer((void**)&mapped_dev, mapped, 0) != cudaSuccess) {
+    printf("bench_tail_lab: no mapped host memory\n");
+    return 1;
+  }
+  for (int round = 0; round < 2; round++) {
+    merge_lab<<<1, 64>>>(mapped_dev, out, TTP_MERGE_MEAN);
+    if (!fetch(h, out, 8)) return 1;
+    long long last = 0;
+    if (cudaMemcpy(&last, out + 8, sizeof last, cudaMemcpyDeviceToHost) != cudaSuccess) return 1;
+    printf("merge, one thread, cycles (%s): a class %lld, ten classes %lld, merge_finish %lld, "
+           "argmax %lld, double sqrt %lld, double division %lld, five loads + adds %lld, the "
+           "result's store to mapped memory %lld, a float's %lld\n",
+           round ? "warm" : "cold", h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], last);
+  }
+  cudaFreeHost(mapped);
   cudaFree(w4), cudaFree(b4), cudaFree(records), cudaFree(out);
   return 0;
 }
