@@ -643,12 +643,16 @@ __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2*
   const int tile_step = tile_parts * 32;
   // A k step's operands: A's fragments by ldmatrix (its k group's offset first), B's for each
   // of the warp's real n tiles.
-  auto load_step = [&](int ks, uint32_t (&a)[kM][4], uint2 (&f)[kTiles]) {
+  // A k step's A offset in the tile: -1 for the half step of zeros that ends an odd count of k
+  // groups.
+  auto offset_of = [&](int ks) {
     const int kg = 2 * ks + lane / 16;
-    const bool real = kg < kgroups;  // an odd count of k groups ends in a half step of zeros
-    const int offset = real ? offsets[kg] : 0;
+    return kg < kgroups ? offsets[kg] : -1;
+  };
+  auto load_step = [&](int ks, int offset, uint32_t (&a)[kM][4], uint2 (&f)[kTiles]) {
 #pragma unroll
-    for (int mt = 0; mt < kM; mt++) ldmatrix_x4(a[mt], real ? row_addr[mt] + offset : zero_addr);
+    for (int mt = 0; mt < kM; mt++)
+      ldmatrix_x4(a[mt], offset >= 0 ? row_addr[mt] + offset : zero_addr);
     const uint2* bk = b + (size_t)ks * ks_stride;
 #pragma unroll
     for (int j = 0; j < kTiles; j++)
@@ -663,15 +667,24 @@ __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2*
   };
   if (kTiles <= 4) {
     // The small batches' kernel: the next k step's loads issued before this one's mma, two sets
-    // of registers in turn. The same mma in the same order on every accumulator: the same bits.
+    // of registers in turn, and each step's offset loaded two steps ahead (waited on just before
+    // its ldmatrix, it chained with it and the mma: ~100 cycles a k step at one image, where
+    // tail_lab's lone warp takes 40 with the offsets ahead). The same mma in the same order on
+    // every accumulator: the same bits.
     uint32_t a0[kM][4], a1[kM][4];
     uint2 f0[kTiles], f1[kTiles];
-    load_step(0, a0, f0);
+    int o0 = offset_of(0), o1 = offset_of(1);
+    load_step(0, o0, a0, f0);
+    o0 = offset_of(2);
     int ks = 0;
     for (; ks + 1 < ksteps; ks += 2) {
-      load_step(ks + 1, a1, f1);
+      load_step(ks + 1, o1, a1, f1);
+      o1 = offset_of(ks + 3);
       mma_step(a0, f0);
-      if (ks + 2 < ksteps) load_step(ks + 2, a0, f0);
+      if (ks + 2 < ksteps) {
+        load_step(ks + 2, o0, a0, f0);
+        o0 = offset_of(ks + 4);
+      }
       mma_step(a1, f1);
     }
     if (ks < ksteps) mma_step(a0, f0);  // an odd count: the last step, loaded above
@@ -1553,11 +1566,24 @@ __device__ __forceinline__ void fc1h_staged_item(const fused_shape& s, const uin
   const uint32_t* x1 = reinterpret_cast<const uint32_t*>(a_rows + (g + 8) * pitch) + q;
   const uint2* b = frags + warp * 32 + lane;
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 8
-  for (int ks = 0; ks < ksteps; ks++) {
-    const uint32_t a[4] = {x0[ks * 8], x1[ks * 8], x0[ks * 8 + 4], x1[ks * 8 + 4]};
-    mma_16816(acc, a, b[(size_t)ks * kWarps * 32]);
+  // The next k step's operands loaded before this one's mma, two sets of registers in turn (the
+  // loop as written, unrolled 8, took 56 cycles a k step: each step's loads waited on, then its
+  // mma; a bare mma chain takes 25, tail_lab). The same mma in the same order: the same bits.
+  auto load = [&](int ks, uint32_t (&a)[4], uint2& f) {
+    a[0] = x0[ks * 8], a[1] = x1[ks * 8], a[2] = x0[ks * 8 + 4], a[3] = x1[ks * 8 + 4];
+    f = b[(size_t)ks * kWarps * 32];
+  };
+  uint32_t a0[4], a1[4];
+  uint2 f0, f1;
+  load(0, a0, f0);
+  int ks = 0;
+  for (; ks + 1 < ksteps; ks += 2) {
+    load(ks + 1, a1, f1);
+    mma_16816(acc, a0, f0);
+    if (ks + 2 < ksteps) load(ks + 2, a0, f0);
+    mma_16816(acc, a1, f1);
   }
+  if (ks < ksteps) mma_16816(acc, a0, f0);  // an odd count: the last step, loaded above
   FUSED_PHASE(2);
 #pragma unroll
   for (int h = 0; h < 4; h++) {
