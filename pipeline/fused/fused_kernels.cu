@@ -574,8 +574,7 @@ __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2*
   const uint2* b = w2h + lane + (size_t)(tile0 + warp / slots % parts) * 32;
   int ks_stride = ntiles * 32;
   if (kSharedB) {
-    uint2* to = reinterpret_cast<uint2*>(
-        tile + (size_t)per_block * pixels * pp);
+    uint2* to = reinterpret_cast<uint2*>(tile + (size_t)per_block * pixels * pp);
     for (int ks = warp; ks < ksteps && (steps & kEarly); ks += warps)
       for (int u = lane; u < group * 16; u += 32)
         copy16_async(reinterpret_cast<uint4*>(to + (size_t)ks * group * 32) + u,
@@ -641,10 +640,9 @@ __device__ __forceinline__ void stage2h_block(const fused_shape& s, const uint2*
 #pragma unroll 1
   for (int j = 0; j < kTiles && part + j * tile_parts < group; j++) mine |= 1u << j;
   const int tile_step = tile_parts * 32;
-  // A k step's operands: A's fragments by ldmatrix (its k group's offset first), B's for each
-  // of the warp's real n tiles.
-  // A k step's A offset in the tile: -1 for the half step of zeros that ends an odd count of k
-  // groups.
+  // A k step's A offset in the tile (-1: the half step of zeros that ends an odd count of k
+  // groups), then its operands: A's fragments by ldmatrix, B's for each of the warp's real n
+  // tiles.
   auto offset_of = [&](int ks) {
     const int kg = 2 * ks + lane / 16;
     return kg < kgroups ? offsets[kg] : -1;
@@ -831,10 +829,11 @@ __device__ __forceinline__ void stage3_merge(const fused_shape& s, const float* 
   FUSED_PHASE(4);
 }
 
-__device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merge, const float* __restrict__ w4,
-                            const float* __restrict__ b4, float* hidden, float* probs,
-                            float* merged, int images, int image0, size_t record_size,
-                            unsigned char* __restrict__ records) {
+__device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merge,
+                                            const float* __restrict__ w4,
+                                            const float* __restrict__ b4, float* hidden,
+                                            float* probs, float* merged, int images, int image0,
+                                            size_t record_size, unsigned char* __restrict__ records) {
   const int rows = images * s.copies, pitch = stage3_pitch(s);
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
   if (s.lrn) {
@@ -1405,11 +1404,12 @@ __host__ __device__ inline int small_stage2_copies(const fused_shape& s, int cou
 
 // fp16 stage 2 of one copy an item: the copy's n tiles in groups, an item a (copy, group), a
 // warp a (row tile, n tiles part, part + parts, ... of the group): `tiles` a warp over `parts`,
-// the first of (1, 1), (1, 2), (1, 4), (2, 4) whose items do not outnumber the SMs. Few tiles
-// an SM because a k step of a warp reads 768 bytes of shared memory for each mma (an A tile by
-// ldmatrix, a B fragment): 8 warps of one tile each took ~100 cycles a k step, the SM's shared
-// bandwidth (128 bytes a cycle), where one warp alone takes 40 (tail_lab). (All n tiles an
-// item, a batch of one's 5 items each took 8 us, staging all 68 KB of LeNet's fragments.)
+// the first of (parts, tiles) = (1, 1), (1, 2), (1, 4), (2, 4) whose items do not outnumber the
+// SMs: few tiles an item, spread over many SMs. At a batch of one, 20 items of two tiles over 8
+// warps took 5.1 us, 35 of one tile over 4 warps 3.9 (biases by then early too; still ~100
+// cycles a k step, where tail_lab's lone warp takes 40: not the SM's shared bandwidth alone).
+// (All n tiles an item, a batch of one's 5 items each took 8 us, staging all 68 KB of LeNet's
+// fragments.)
 struct conv2_split {
   int tiles, parts, groups;
 };
@@ -1428,7 +1428,8 @@ __host__ __device__ inline conv2_split small_conv2_split(const fused_shape& s, i
 
 // fp16 fc1's n tiles a warp (fc1h_item).
 __host__ __device__ inline int fc1h_tiles(const fused_shape& s, int count) {
-  const int row_tiles = (count * s.copies + 15) / 16, groups = ((s.fc_out + 7) / 8 + kWarps - 1) / kWarps;
+  const int row_tiles = (count * s.copies + 15) / 16;
+  const int groups = ((s.fc_out + 7) / 8 + kWarps - 1) / kWarps;
   return small_wide(s, count) && row_tiles * groups > s.sms ? 2 : 1;  // the kWide build only
 }
 
@@ -1884,7 +1885,9 @@ int small_fc1h_staged(const fused_shape& s) {
 size_t small_shared(const fused_shape& s) {
   const size_t stage2 = max(small_stage2_shared(s) + (small_w2_shared(s) ? packed_conv2(s) : 0),
                            s.half ? stage2h_shared(s, fused_stage2_copies(&s)) : 0);  // wide
-  const size_t fc1 = s.half ? (small_fc1h_staged(s) ? fc1h_staged_shared(s) : 0) : small_fc1_whole(s) ? fc1w_shared(s) : sizeof(fc1n_shared);
+  const size_t fc1 = s.half ? (small_fc1h_staged(s) ? fc1h_staged_shared(s) : 0)
+                     : small_fc1_whole(s) ? fc1w_shared(s)
+                                          : sizeof(fc1n_shared);
   const size_t one = stage1_shared(s, s.copies);  // stage1_split's per copies, or fewer
   const size_t rest = stage3b_shared(s, 1) + (small_w4_shared(s) ? sizeof(float) * s.classes * s.fc_out : 0);
   return max(max(one, stage2), max(fc1, rest));

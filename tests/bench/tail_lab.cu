@@ -97,9 +97,9 @@ __global__ void mma_lab(long long* out, int n) {
 }
 
 // One thread: the merge's pieces for one image of 5 copies x 10 classes (merge_core.h; the
-// mode a run-time argument, as in the kernels),
-// each timed alone: a class's merged value, merge_finish, its argmax, a double square root, a
-// double division, a float -> double conversion chain, and the record's store to `records`
+// mode a run-time argument, as the kernels had it before stage3_merge<kMode>), each timed
+// alone: a class's merged value, the ten classes', merge_finish, its argmax, a double square
+// root, a double division, five loads and adds in double, and the record's stores to `records`
 // (mapped host memory, as the small batches' kernel writes it).
 __global__ void merge_lab(unsigned char* records, long long* out, ttp_merge mode) {
   __shared__ float probs[5 * 10], merged[10];
@@ -192,13 +192,11 @@ int main() {
   }
   for (int round = 0; round < 2; round++) {
     merge_lab<<<1, 64>>>(mapped_dev, out, TTP_MERGE_MEAN);
-    if (!fetch(h, out, 8)) return 1;
-    long long last = 0;
-    if (cudaMemcpy(&last, out + 8, sizeof last, cudaMemcpyDeviceToHost) != cudaSuccess) return 1;
+    if (!fetch(h, out, 9)) return 1;
     printf("merge, one thread, cycles (%s): a class %lld, ten classes %lld, merge_finish %lld, "
            "argmax %lld, double sqrt %lld, double division %lld, five loads + adds %lld, the "
            "result's store to mapped memory %lld, a float's %lld\n",
-           round ? "warm" : "cold", h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], last);
+           round ? "warm" : "cold", h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8]);
   }
   cudaFreeHost(mapped);
   cudaFree(w4), cudaFree(b4), cudaFree(records), cudaFree(out);
