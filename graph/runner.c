@@ -21,7 +21,8 @@ typedef struct gpu_slot {
   unsigned char* host_out; /* pinned: max_batch records */
   uint8_t* dev_in;
   void* dev_out;
-  void* mapped_out;        /* host_out as the device addresses it (the latency path) */
+  const uint8_t* mapped_in; /* host_in and host_out as the device addresses them (the latency */
+  void* mapped_out;         /* path) */
   cudaStream_t copy;       /* this slot's copies in and out */
   cudaEvent_t in_ready, computed, done;
   /* Profiling only (recorded when the batch is submitted with stats): before the copy in, after
@@ -63,16 +64,15 @@ static int direct(const gpu_runner* r, int bucket) {
   return r->buckets.images[bucket] <= r->net_ops->direct_max;
 }
 
-/* The latency path's buckets copy their input in on the compute stream (a node of the graph)
-   and hand the network the slot's mapped host output. */
+/* The latency path's buckets hand the network the slot's mapped host memory, input and output
+   (runner.h): it reads the images there or copies them in, as it measured best, and writes the
+   records there. The slot is the core's until collected: nothing writes it while it is read. */
 static ttp_status enqueue_slot(void* ctx, int slot, int bucket, cudaStream_t stream, ttp_err* e) {
   gpu_runner* r = ctx;
   gpu_slot* s = &r->slots[slot];
   if (!direct(r, bucket))
     return r->net_ops->enqueue(r->net, bucket, s->dev_in, s->dev_out, stream, e);
-  CUDA_TRY(e, cudaMemcpyAsync(s->dev_in, s->host_in, r->buckets.images[bucket] * r->pixels,
-                              cudaMemcpyHostToDevice, stream));
-  return r->net_ops->enqueue(r->net, bucket, s->dev_in, s->mapped_out, stream, e);
+  return r->net_ops->enqueue(r->net, bucket, s->mapped_in, s->mapped_out, stream, e);
 }
 
 static int bucket_of(const gpu_runner* r, size_t count) {
@@ -221,7 +221,7 @@ static ttp_status bench_on_device(gpu_runner* r, const uint8_t* images, size_t c
                                   double* ms, ttp_err* e) {
   gpu_slot* slot = &r->slots[0];
   int bucket = bucket_of(r, count);
-  /* The latency path's graph copies its input in from the slot's pinned memory. */
+  /* The latency path's graph reads its input from the slot's pinned memory. */
   if (direct(r, bucket))
     memcpy(slot->host_in, images, count * r->pixels);
   else /* On the compute stream, which the graphs follow (a cudaMemcpy from pageable memory may
@@ -312,6 +312,7 @@ static ttp_status plan_slots(gpu_runner* r, ttp_err* e) {
     CUDA_TRY(e, cudaMallocHost((void**)&slot->host_out, out));
     CUDA_TRY(e, cudaMalloc((void**)&slot->dev_in, in));
     CUDA_TRY(e, cudaMalloc(&slot->dev_out, out));
+    CUDA_TRY(e, cudaHostGetDevicePointer((void**)&slot->mapped_in, slot->host_in, 0));
     CUDA_TRY(e, cudaHostGetDevicePointer(&slot->mapped_out, slot->host_out, 0));
     /* Padding rows read whatever a slot last held: start from zeros, so it is always defined.
        On the compute stream, which the warm-up that reads it follows. */

@@ -11,7 +11,7 @@
               (graph.h), or eager launches with the reason;
      timing   CUDA events around each batch's copies and compute, when profiling;
      device mode  ttp_bench_device: a batch replayed with its input already on the GPU (the
-              latency path's graphs copy their input in from pinned memory: that copy counts).
+              latency path's graphs take their input from pinned memory: that trip counts).
 
    It serves the streaming core (pipeline/stream.h). Submitting slot s: on its copy stream, the
    copy in; the compute stream waits for it and replays the (s, bucket) graph; the copy stream
@@ -21,10 +21,13 @@
 
    The latency path: buckets up to the network's direct_max (small batches, where every node,
    copy and event between streams costs more than the work) run as one graph on the compute
-   stream alone: the copy in, then the network, which writes the records straight into the
-   slot's pinned host output (mapped); no copy out, no events between streams. The measured
-   floor (tests/bench/floor.cu, BENCHMARKS.md) chose this shape: a copy node out costs ~8 us
-   more, a kernel reading its input from mapped memory ~12 us more. */
+   stream alone: the network takes its images from the slot's pinned host input (mapped: its
+   kernels read them across PCIe, or it copies them in first, as it measured best) and writes
+   the records straight into the slot's pinned host output (mapped); no copy out, no events
+   between streams. The measured floor (tests/bench/floor.cu, BENCHMARKS.md) chose this shape:
+   a copy node out costs ~8 us more than the kernel's writes to mapped memory; a kernel reading
+   its input from mapped memory in one round of loads ~2 us less than a copy node in at one
+   image, ~8 us less at 64 (read a byte at a time, in turn, it cost ~12 us more). */
 #ifndef TTP_GRAPH_RUNNER_H
 #define TTP_GRAPH_RUNNER_H
 
@@ -52,7 +55,9 @@ typedef struct gpu_network_ops {
                      cudaStream_t stream, void** net, ttp_err* e);
   /* Launches one batch of bucket b on stream: dev_in (its images, pixel bytes) -> dev_out (one
      record per image: a ttp_result and the merged vector, augment/merge_kernel.h). Launches
-     only: no allocation, no synchronisation, no host read of device data (it is captured). */
+     (and copies on stream) only: no allocation, no synchronisation, no host read of device
+     data (it is captured). Buckets up to direct_max: dev_in is the slot's pinned host input as
+     the device addresses it, unchanged until the batch is collected. */
   ttp_status (*enqueue)(void* net, int bucket, const uint8_t* dev_in, void* dev_out,
                         cudaStream_t stream, ttp_err* e);
   /* The largest bucket whose enqueue may write its records straight into pinned host memory

@@ -154,6 +154,16 @@ int fused_supports_model(const model* m, const engine_config* c, char* why, size
    at 8; fp16 26.1 against 53.9 at 1, 29.7 against 54.4 at 8, 55.2 against 67.7 at 64). */
 static int one_launch_most(const fused_shape* s) { return s->half ? FUSED_SMALL_MAX : 1; }
 
+/* The latency path hands the network its images in mapped pinned host memory (runner.h). Where
+   the batch runs in the one launch and has no more copies than SMs, they are copied in first (a
+   copy node): stage 1's items then read them from L2, and a batch of one or eight was 1 to 3 us
+   faster at p50 than with the items' loads crossing PCIe. Larger ones read the host memory
+   themselves: a batch of 64 in fp16 0.072 -> 0.067 ms p50 (A/B, H100, 2026-11-24,
+   BENCHMARKS.md). */
+static int copies_input_in(const fused_shape* s, int images) {
+  return images <= one_launch_most(s) && images * s->copies <= s->sms;
+}
+
 typedef struct fused_net {
   fused_shape s;
   engine_config cfg;
@@ -164,6 +174,7 @@ typedef struct fused_net {
                      weights in blocks (fused_weights.w3b), or NULL */
   fused_weights w;
   void *act1, *act2;
+  uint8_t* small_in; /* the images of the batches that copies_input_in copies in */
   float* hidden; /* fc1's outputs between its GEMM and the rest of stage 3 */
   unsigned long long* sync; /* FUSED_SMALL_SYNC counters per bucket (the small batches' kernel) */
   char details[480];
@@ -249,6 +260,7 @@ static void fused_destroy(void* state) {
   cudaFree(g->packed);
   cudaFree(g->act1);
   cudaFree(g->act2);
+  cudaFree(g->small_in);
   cudaFree(g->hidden);
   cudaFree(g->sync);
   free(g);
@@ -278,6 +290,8 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
     err = cudaMalloc(&g->act2, rows * fused_act_bytes(&g->s, 2));
   if (st == TTP_OK && err == cudaSuccess)
     err = cudaMalloc((void**)&g->hidden, rows * fused_hidden_bytes(&g->s));
+  if (st == TTP_OK && err == cudaSuccess)
+    err = cudaMalloc((void**)&g->small_in, (size_t)FUSED_SMALL_MAX * g->s.in_h * g->s.in_w);
   const size_t sync = sizeof *g->sync * FUSED_SMALL_SYNC * GPU_MAX_BUCKETS;
   if (st == TTP_OK && err == cudaSuccess) err = cudaMalloc((void**)&g->sync, sync);
   /* On the engine's stream, which every launch follows (cudaMemset may run later, on the
@@ -315,6 +329,13 @@ static ttp_status fused_enqueue(void* state, int bucket, const uint8_t* dev_in, 
                                 cudaStream_t stream, ttp_err* e) {
   fused_net* g = state;
   const int images = g->buckets.images[bucket];
+  if (copies_input_in(&g->s, images)) { /* a latency-path bucket: dev_in is mapped host memory */
+    const size_t bytes = (size_t)images * g->s.in_h * g->s.in_w;
+    const cudaError_t err = cudaMemcpyAsync(g->small_in, dev_in, bytes, cudaMemcpyDefault, stream);
+    if (err != cudaSuccess)
+      return ERR(e, TTP_ERR_CUDA, "fused engine: the images' copy in: %s", cudaGetErrorString(err));
+    dev_in = g->small_in;
+  }
   if (images <= one_launch_most(&g->s))
     return fused_small(&g->s, &g->cfg.spec, g->cfg.merge, &g->w, dev_in, images, g->act1, g->act2,
                        g->hidden, dev_out, g->sync + (size_t)bucket * FUSED_SMALL_SYNC, NULL,

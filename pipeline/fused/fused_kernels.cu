@@ -170,11 +170,16 @@ __device__ __forceinline__ void stage1_block(const fused_shape& s, const aug_spe
   const int pixels = s.in_h * s.in_w;
   const int pitch = s.in_w + 2 * s.pad1, plane = (s.in_h + 2 * s.pad1) * pitch;
   const int kp = fused_k1_pitch(&s);  // the weights come laid out [tap][channel] (upload_weights)
+  // The weights and biases in flight while the image's loads are (the images may be mapped host
+  // memory, a PCIe round trip away: the small batches' kernel at batches of more copies than
+  // SMs); the chunk loop's first barrier makes them visible.
   block_copy_async(w1, weights, kp * FUSED_CONV * FUSED_CONV);
-  for (int k = threadIdx.x; k < s.k1; k += blockDim.x) bias[k] = b1[k];
-  copy_wait();  // aug_block_load's barrier makes them visible
+  static_assert(FUSED_MAX_K1 <= kThreads, "a bias a thread");
+  const float my_bias = threadIdx.x < s.k1 ? b1[threadIdx.x] : 0.0f;
   const uint64_t key =
       aug_block_load<kThreads>(images + (size_t)image_index * pixels, pixels, image);  // syncs
+  if (threadIdx.x < s.k1) bias[threadIdx.x] = my_bias;
+  copy_wait();
   FUSED_PHASE(1);
 
   const int per_block = (s.copies + shares - 1) / shares;
