@@ -1396,14 +1396,14 @@ __host__ __device__ inline bool small_wide(const fused_shape& s, int count) {
 }
 
 // fp16 stage 2's copies an item: one (its n tiles split over the warps, conv2's fragments staged
-// in shared memory where they fit), else 2 or fused_stage2_copies (the engine's kernel's way),
-// the fewest whose items do not outnumber the SMs, the fragments then read from L1/L2. (One copy
-// an item, a batch of 64 took 320 items of ~7.7 us in 2.4 rounds, each staging all 68 KB of
-// LeNet's fragments.)
+// in shared memory where they fit), else the fewest up to fused_stage2_copies (the engine's
+// kernel's way) whose items do not outnumber the SMs, the fragments then read from L1/L2. (One
+// copy an item, a batch of 64 took 320 items of ~7.7 us in 2.4 rounds, each staging all 68 KB of
+// LeNet's fragments; four, 80 items of ~16.5 us, 52 SMs idle: three, 107 items.)
 __host__ __device__ inline int small_stage2_copies(const fused_shape& s, int count) {
   const int rows = count * s.copies, most = fused_stage2_copies(&s);
   int c = 1;  // rows <= sms (not small_wide): 1
-  while (c < most && (rows + c - 1) / c > s.sms) c = min(2 * c, most);
+  while (c < most && (rows + c - 1) / c > s.sms) c++;
   return c;
 }
 
