@@ -17,6 +17,7 @@
 // (stage2w_kernel) and fc1 as a GEMM. The smallest batches run the same stages' bodies in one
 // launch ("small batches", below), where the launches cost more than the work.
 #include <cuda_fp16.h>
+#include <limits.h>
 #include <math.h>
 
 #include "../../augment/merge_core.h"
@@ -1438,6 +1439,20 @@ __host__ __device__ inline int fc1h_tiles(const fused_shape& s, int count) {
   return small_wide(s, count) && row_tiles * groups > s.sms ? 2 : 1;  // the kWide build only
 }
 
+// fc1h_staged_item's shared memory (it is below, with fc1h_item).
+__host__ __device__ inline int fc1h_staged_pitch(const fused_shape& s) {
+  return fused_act2_pitch(&s) + 8;  // halves: rows 4 banks apart, a fragment's loads conflict-free
+}
+__host__ __device__ inline size_t fc1h_staged_shared(const fused_shape& s, int row_tiles) {
+  return sizeof(__half) * 16 * row_tiles * fc1h_staged_pitch(s) +
+         sizeof(uint2) * 32 * kWarps * (fused_act2_pitch(&s) / 16) + sizeof(float) * 8 * kWarps;
+}
+// The most row tiles a staged item may take (0: none fits, fc1h_item instead).
+__host__ __device__ inline int fc1h_staged_most(const fused_shape& s) {
+  if (!s.half) return 0;
+  return fc1h_staged_shared(s, 2) <= kSmallShared ? 2 : fc1h_staged_shared(s, 1) <= kSmallShared;
+}
+
 // The small batches' kernel's plan, made on the host and passed in its arguments: the items'
 // run-time divisions made in every item (and in both its parts) took ~10% of a batch of one's
 // samples (ncu), their code cold on each SM.
@@ -1449,6 +1464,7 @@ struct small_plan {
   conv2_split two;      // fp16 stage 2 of one copy an item
   int conv2_groups;     // fp32 stage 2: items a group of copies
   int fc1_tiles, fc1_groups;  // fc1: fp16 n tiles a warp, items a row tile; fp32 groups of outputs
+  int fc1_staged;             // fp16 fc1 by fc1h_staged_item: its row tiles an item (0: fc1h_item)
 };
 
 inline small_plan small_plan_of(const fused_shape& s, int count) {
@@ -1462,10 +1478,16 @@ inline small_plan small_plan_of(const fused_shape& s, int count) {
   p.conv2_groups = (s.k2 + kSmallConv2Warps - 1) / kSmallConv2Warps;
   p.items[1] = s.half ? (p.copies2 > 1 ? (rows + p.copies2 - 1) / p.copies2 : rows * p.two.groups)
                       : (rows + p.copies2 - 1) / p.copies2 * p.conv2_groups;
-  p.fc1_tiles = fc1h_tiles(s, count);
+  // fp16 fc1 staged where it fits, two row tiles an item where one would outnumber the SMs
+  const int row_tiles = (rows + 15) / 16, staged_most = fc1h_staged_most(s);
+  const int staged_groups = ((s.fc_out + 7) / 8 + kWarps - 1) / kWarps;
+  p.fc1_staged = staged_most == 0                                              ? 0
+                 : small_wide(s, count) && row_tiles * staged_groups > s.sms ? staged_most
+                                                                             : 1;
+  p.fc1_tiles = p.fc1_staged ? 1 : fc1h_tiles(s, count);
   p.fc1_groups = s.half ? ((s.fc_out + 7) / 8 + p.fc1_tiles * kWarps - 1) / (p.fc1_tiles * kWarps)
                         : (s.fc_out + kNarrowOut - 1) / kNarrowOut;
-  p.items[2] = s.half ? (rows + 15) / 16 * p.fc1_groups
+  p.items[2] = s.half ? (row_tiles + max(p.fc1_staged, 1) - 1) / max(p.fc1_staged, 1) * p.fc1_groups
                       : p.fc1_groups * ((rows + fc1_rows(s) - 1) / fc1_rows(s));
   p.items[3] = count;
   p.total = 0;
@@ -1518,28 +1540,25 @@ __device__ __forceinline__ void fc1h_item(const fused_shape& s, const uint2* __r
   FUSED_PHASE(3);
 }
 
-// fp16 fc1 for batches of fewer copies than SMs where it fits: fc1h_item<1>'s arithmetic on
-// operands first copied into shared memory, all by cp.async at once (the item's 16 rows of
-// act2, zeros past `rows`, and its kWarps n tiles' fragments of every k step: 108 KB for
-// LeNet), where fc1h_item<1> waited on L2 for every 10 k steps' loads and a batch of one's 8
-// items took 4.6 us. The same mma on the same fragments in the same order: the same bits.
-__host__ __device__ inline int fc1h_staged_pitch(const fused_shape& s) {
-  return fused_act2_pitch(&s) + 8;  // halves: rows 4 banks apart, a fragment's loads conflict-free
-}
-__host__ __device__ inline size_t fc1h_staged_shared(const fused_shape& s) {
-  return sizeof(__half) * 16 * fc1h_staged_pitch(s) +
-         sizeof(uint2) * 32 * kWarps * (fused_act2_pitch(&s) / 16) + sizeof(float) * 8 * kWarps;
-}
-
+// fp16 fc1 for the small batches where it fits: fc1h_item<1>'s arithmetic on operands first
+// copied into shared memory, all by cp.async at once (the item's kRowTiles x 16 rows of act2,
+// zeros past `rows`, and its kWarps n tiles' fragments of every k step: 108 KB for LeNet at one
+// row tile, 134 KB at two), where fc1h_item<1> waited on L2 for every 10 k steps' loads and a
+// batch of one's 8 items took 4.6 us. Two row tiles an item (the kWide build, where items of one
+// would outnumber the SMs): a warp's two chains share each k step's fragment, and a batch of 64
+// takes one round of 80 items, not 1.2 of fc1h_item<2>'s 8.7 us. The same mma on the same
+// fragments in the same order: the same bits.
+template <int kRowTiles>
 __device__ __forceinline__ void fc1h_staged_item(const fused_shape& s, const uint2* __restrict__ w3h,
                                                  const float* __restrict__ b3, const __half* act2,
-                                                 int rows, float* hidden, int tile_row, int group,
+                                                 int rows, float* hidden, int tile_row0, int group,
                                                  unsigned char* smem, int steps) {
+  constexpr int kRows = 16 * kRowTiles;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int ntiles = (s.fc_out + 7) / 8, first = group * kWarps, a2p = fused_act2_pitch(&s);
   const int ksteps = a2p / 16, pitch = fc1h_staged_pitch(s), tiles = min(kWarps, ntiles - first);
   __half* a_rows = reinterpret_cast<__half*>(smem);
-  uint2* frags = reinterpret_cast<uint2*>(smem + sizeof(__half) * 16 * pitch);
+  uint2* frags = reinterpret_cast<uint2*>(smem + sizeof(__half) * kRows * pitch);
   float* bias = reinterpret_cast<float*>(frags + (size_t)ksteps * kWarps * 32);
   // The fragments: a k step's `tiles` x 256 contiguous bytes, k steps over the warps; the biases.
   if (steps & kEarly) {
@@ -1552,8 +1571,8 @@ __device__ __forceinline__ void fc1h_staged_item(const fused_shape& s, const uin
   }
   if (!(steps & kLate)) return;
   // act2's rows: a row's 16-byte units over a warp (rows beyond `rows` zeros).
-  for (int r = warp; r < 16; r += kWarps) {
-    const int row = tile_row * 16 + r;
+  for (int r = warp; r < kRows; r += kWarps) {
+    const int row = tile_row0 * 16 + r;
     uint4* to = reinterpret_cast<uint4*>(a_rows + r * pitch);
     const uint4* from = reinterpret_cast<const uint4*>(act2 + (size_t)min(row, rows - 1) * a2p);
     for (int u = lane; u < a2p / 8; u += 32) {
@@ -1568,35 +1587,50 @@ __device__ __forceinline__ void fc1h_staged_item(const fused_shape& s, const uin
   FUSED_PHASE(1);
   if (warp >= tiles) return;
   const int g = lane / 4, q = lane % 4;
-  const uint32_t* x0 = reinterpret_cast<const uint32_t*>(a_rows + g * pitch) + q;
-  const uint32_t* x1 = reinterpret_cast<const uint32_t*>(a_rows + (g + 8) * pitch) + q;
   const uint2* b = frags + warp * 32 + lane;
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float acc[kRowTiles][4];
+#pragma unroll
+  for (int m = 0; m < kRowTiles; m++) acc[m][0] = acc[m][1] = acc[m][2] = acc[m][3] = 0.0f;
   // The next k step's operands loaded before this one's mma, two sets of registers in turn (the
   // loop as written, unrolled 8, took 56 cycles a k step: each step's loads waited on, then its
   // mma; a bare mma chain takes 25, tail_lab). The same mma in the same order: the same bits.
-  auto load = [&](int ks, uint32_t (&a)[4], uint2& f) {
-    a[0] = x0[ks * 8], a[1] = x1[ks * 8], a[2] = x0[ks * 8 + 4], a[3] = x1[ks * 8 + 4];
+  const uint32_t *x0[kRowTiles], *x1[kRowTiles];  // a lane's two rows of each row tile
+#pragma unroll
+  for (int m = 0; m < kRowTiles; m++) {
+    x0[m] = reinterpret_cast<const uint32_t*>(a_rows + (16 * m + g) * pitch) + q;
+    x1[m] = reinterpret_cast<const uint32_t*>(a_rows + (16 * m + g + 8) * pitch) + q;
+  }
+  auto load = [&](int ks, uint32_t (&a)[kRowTiles][4], uint2& f) {
+#pragma unroll
+    for (int m = 0; m < kRowTiles; m++)
+      a[m][0] = x0[m][ks * 8], a[m][1] = x1[m][ks * 8], a[m][2] = x0[m][ks * 8 + 4],
+      a[m][3] = x1[m][ks * 8 + 4];
     f = b[(size_t)ks * kWarps * 32];
   };
-  uint32_t a0[4], a1[4];
+  auto step = [&](const uint32_t (&a)[kRowTiles][4], uint2 f) {
+#pragma unroll
+    for (int m = 0; m < kRowTiles; m++) mma_16816(acc[m], a[m], f);
+  };
+  uint32_t a0[kRowTiles][4], a1[kRowTiles][4];
   uint2 f0, f1;
   load(0, a0, f0);
   int ks = 0;
   for (; ks + 1 < ksteps; ks += 2) {
     load(ks + 1, a1, f1);
-    mma_16816(acc, a0, f0);
+    step(a0, f0);
     if (ks + 2 < ksteps) load(ks + 2, a0, f0);
-    mma_16816(acc, a1, f1);
+    step(a1, f1);
   }
-  if (ks < ksteps) mma_16816(acc, a0, f0);  // an odd count: the last step, loaded above
+  if (ks < ksteps) step(a0, f0);  // an odd count: the last step, loaded above
   FUSED_PHASE(2);
 #pragma unroll
-  for (int h = 0; h < 4; h++) {
-    const int r = tile_row * 16 + g + h / 2 * 8, k = (first + warp) * 8 + 2 * q + h % 2;
-    if (r < rows && k < s.fc_out)
-      hidden[(size_t)r * s.fc_out + k] = relu_if(1, acc[h] + bias[k - first * 8]);
-  }
+  for (int m = 0; m < kRowTiles; m++)
+#pragma unroll
+    for (int h = 0; h < 4; h++) {
+      const int r = (tile_row0 + m) * 16 + g + h / 2 * 8, k = (first + warp) * 8 + 2 * q + h % 2;
+      if (r < rows && k < s.fc_out)
+        hidden[(size_t)r * s.fc_out + k] = relu_if(1, acc[m][h] + bias[k - first * 8]);
+    }
   FUSED_PHASE(3);
 }
 
@@ -1613,7 +1647,6 @@ struct small_args {
   size_t record_size;
   int w2_shared, w4_shared;  // conv2's (fp16) and fc2's weights staged in shared memory
   int fc1_whole;             // fp32 fc1 by fc1w_block
-  int fc1h_staged;           // fp16 fc1 by fc1h_staged_item where one n tile a warp
   small_plan plan;
   unsigned long long* sync;  // tickets, then each stage's items done
   unsigned long long* trace; // NULL, or per item: taken, started (its wait over), done (ns),
@@ -1674,10 +1707,14 @@ __device__ __forceinline__ void small_item(const small_args& a, int stage, int i
   } else if (stage == 2) {
     if (kHalf) {
       const int tiles = kWide ? a.plan.fc1_tiles : 1, groups = a.plan.fc1_groups;
-      if (!kWide && a.fc1h_staged)
-        fc1h_staged_item(s, static_cast<const uint2*>(a.w.w3h), a.w.b3,
-                         static_cast<const __half*>(a.act2), rows, a.hidden, i / groups, i % groups,
-                         smem, steps);
+      if (kWide && a.plan.fc1_staged == 2)
+        fc1h_staged_item<2>(s, static_cast<const uint2*>(a.w.w3h), a.w.b3,
+                            static_cast<const __half*>(a.act2), rows, a.hidden, 2 * (i / groups),
+                            i % groups, smem, steps);
+      else if (a.plan.fc1_staged)
+        fc1h_staged_item<1>(s, static_cast<const uint2*>(a.w.w3h), a.w.b3,
+                            static_cast<const __half*>(a.act2), rows, a.hidden, i / groups,
+                            i % groups, smem, steps);
       else if (!(steps & kLate))
         return;  // fc1h_item: nothing early
       else if (kWide && tiles == 2)
@@ -1883,14 +1920,14 @@ int small_w4_shared(const fused_shape& s) {
   return stage3b_shared(s, 1) + sizeof(float) * s.classes * s.fc_out <= kSmallShared;
 }
 
-int small_fc1h_staged(const fused_shape& s) {
-  return s.half && fc1h_staged_shared(s) <= kSmallShared;
-}
 
-size_t small_shared(const fused_shape& s) {
+// The small batches' kernel's shared memory: kWide, its build for batches of more copies than
+// SMs (fc1 two row tiles an item where it fits).
+size_t small_shared(const fused_shape& s, bool wide) {
   const size_t stage2 = max(small_stage2_shared(s) + (small_w2_shared(s) ? packed_conv2(s) : 0),
                            s.half ? stage2h_shared(s, fused_stage2_copies(&s)) : 0);  // wide
-  const size_t fc1 = s.half ? (small_fc1h_staged(s) ? fc1h_staged_shared(s) : 0)
+  const int staged = wide ? fc1h_staged_most(s) : min(1, fc1h_staged_most(s));
+  const size_t fc1 = s.half ? (staged ? fc1h_staged_shared(s, staged) : 0)
                      : small_fc1_whole(s) ? fc1w_shared(s)
                                           : sizeof(fc1n_shared);
   const size_t one = stage1_shared(s, s.copies);  // stage1_split's per copies, or fewer
@@ -1956,13 +1993,13 @@ extern "C" ttp_status fused_kernels_prepare(fused_shape* s, ttp_err* e) {
                        {(const void*)stage2_kernel<1>, stage2_one_shared(*s), "stage2_kernel"},
                        {(const void*)stage2_kernel<kGroup2>, stage2_shared(*s), "stage2_kernel"},
                        {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"},
-                       {(const void*)small_kernel<false, false>, small_shared(*s), "small_kernel"},
-                       {(const void*)small_kernel<false, true>, small_shared(*s), "small_kernel"}};
+                       {(const void*)small_kernel<false, false>, small_shared(*s, false), "small_kernel"},
+                       {(const void*)small_kernel<false, true>, small_shared(*s, true), "small_kernel"}};
   const need fp16[] = {{(const void*)stage1_kernel<true>, stage1_shared(*s, s->copies), "stage1_kernel"},
                        {(const void*)stage2h_kernel, stage2_shared(*s), "stage2h_kernel"},
                        {(const void*)stage3b_kernel, stage3b, "stage3b_kernel"},
-                       {(const void*)small_kernel<true, false>, small_shared(*s), "small_kernel"},
-                       {(const void*)small_kernel<true, true>, small_shared(*s), "small_kernel"}};
+                       {(const void*)small_kernel<true, false>, small_shared(*s, false), "small_kernel"},
+                       {(const void*)small_kernel<true, true>, small_shared(*s, true), "small_kernel"}};
   const need* list = s->half ? fp16 : fp32;
   const size_t count = s->half ? sizeof fp16 / sizeof *fp16 : sizeof fp32 / sizeof *fp32;
   for (size_t i = 0; i < count; i++) {
@@ -1972,13 +2009,22 @@ extern "C" ttp_status fused_kernels_prepare(fused_shape* s, ttp_err* e) {
       return ERR(e, TTP_ERR_CUDA, "%s: %zu bytes of shared memory: %s", list[i].name,
                  list[i].bytes, cudaGetErrorString(err));
   }
-  const void* small =
-      s->half ? (const void*)small_kernel<true, false> : (const void*)small_kernel<false, false>;
-  const cudaError_t err =
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s->small_fit, small, kThreads, small_shared(*s));
-  if (err != cudaSuccess || s->small_fit < 1)
-    return ERR(e, TTP_ERR_CUDA, "small_kernel: %zu bytes of shared memory: %s", small_shared(*s),
-               err != cudaSuccess ? cudaGetErrorString(err) : "no block fits a multiprocessor");
+  // Blocks an SM: the fewer of the two builds'.
+  s->small_fit = INT_MAX;
+  for (int wide = 0; wide < 2; wide++) {
+    const void* small = s->half ? (wide ? (const void*)small_kernel<true, true>
+                                        : (const void*)small_kernel<true, false>)
+                                : (wide ? (const void*)small_kernel<false, true>
+                                        : (const void*)small_kernel<false, false>);
+    int fit = 0;
+    const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &fit, small, kThreads, small_shared(*s, wide));
+    if (err != cudaSuccess || fit < 1)
+      return ERR(e, TTP_ERR_CUDA, "small_kernel: %zu bytes of shared memory: %s",
+                 small_shared(*s, wide),
+                 err != cudaSuccess ? cudaGetErrorString(err) : "no block fits a multiprocessor");
+    s->small_fit = min(s->small_fit, fit);
+  }
   return TTP_OK;
 }
 
@@ -2048,17 +2094,17 @@ extern "C" ttp_status fused_small(const fused_shape* s, const aug_spec* spec, tt
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "fused small batch: fc1's blocks not packed");
   const small_plan plan = small_plan_of(*s, count);
   /* A block per item where the GPU holds them all (with fewer, a block's next item may wait
-     behind another of its own stage); small_fit is the same for both builds of the kernel (one
-     block an SM by its shared memory). */
+     behind another of its own stage); small_fit is the fewer of the two builds' (one block an
+     SM by its shared memory). */
   const int blocks = min(plan.total, s->sms * s->small_fit);
   const small_args a = {*s,     *spec, *w,     merge,  images,
                         count,  act1,  act2,   hidden, static_cast<unsigned char*>(records),
                         aug_merge_record_size(s->classes), small_w2_shared(*s),
-                        small_w4_shared(*s), small_fc1_whole(*s), small_fc1h_staged(*s), plan, sync, trace};
+                        small_w4_shared(*s), small_fc1_whole(*s), plan, sync, trace};
   const bool wide = small_wide(*s, count);
   const auto kernel = s->half ? (wide ? small_kernel<true, true> : small_kernel<true, false>)
                               : (wide ? small_kernel<false, true> : small_kernel<false, false>);
-  kernel<<<blocks, kThreads, small_shared(*s), stream>>>(a);
+  kernel<<<blocks, kThreads, small_shared(*s, wide), stream>>>(a);
   return launched("fused small batch", e);
 }
 
