@@ -393,7 +393,7 @@ __host__ __device__ inline wide_plan stage2_wide_plan(const fused_shape& s) {
   return p;
 }
 
-__host__ __device__ inline size_t stage2_wide_shared(const fused_shape& s) {
+inline size_t stage2_wide_shared(const fused_shape& s) {
   const wide_plan p = stage2_wide_plan(s);
   return sizeof(float) * p.chunk * ((size_t)p.copies * p.plane + 25 * fused_k2_pad(&s));
 }
@@ -1039,12 +1039,12 @@ __host__ __device__ inline int fc1w_chunk(const fused_shape& s) {  // k a chunk,
   return ((s.fc_in + kWholeChunks - 1) / kWholeChunks + 3) / 4 * 4;
 }
 
-__host__ __device__ inline size_t fc1w_shared(const fused_shape& s) {
+inline size_t fc1w_shared(const fused_shape& s) {
   return sizeof(float) * kWholeChunks * fc1w_chunk(s) * (kNarrowOut + kWholeRows);
 }
 
 // Whether the small batches' kernel takes fp32 fc1 by fc1w_block: 16-byte rows, and room.
-__host__ __device__ inline bool small_fc1_whole(const fused_shape& s) {
+inline bool small_fc1_whole(const fused_shape& s) {
   return !s.half && s.fc_in % 4 == 0 && s.fc_out % 4 == 0 && fc1w_shared(s) <= kSmallShared;
 }
 
@@ -1366,7 +1366,7 @@ __global__ void __launch_bounds__(kThreads)
 struct stage1_split {
   int per, shares, parts;
 };
-__host__ __device__ inline stage1_split stage1_split_of(const fused_shape& s, int count) {
+inline stage1_split stage1_split_of(const fused_shape& s, int count) {
   const int want = min(s.copies, max(1, s.sms / count));
   const int groups = ((s.half ? fused_c1_pad(&s) : s.k1) + kGroup1 - 1) / kGroup1;
   stage1_split p;
@@ -1384,7 +1384,7 @@ __host__ __device__ inline stage1_split stage1_split_of(const fused_shape& s, in
 constexpr int kSmallConv2Warps = 4;
 
 // fp32 fc1's rows an item (fc1w_block or fc1n_block).
-__host__ __device__ inline int fc1_rows(const fused_shape& s) {
+inline int fc1_rows(const fused_shape& s) {
   return small_fc1_whole(s) ? kWholeRows : kNarrowRows;
 }
 
@@ -1392,7 +1392,7 @@ __host__ __device__ inline int fc1_rows(const fused_shape& s) {
 // kWide: tickets taken after an item, stage 2 in fp16 several copies an item, fc1 in fp16 two n
 // tiles a warp). Apart, so that the batches of fewer run the code measured for them (with both
 // in one kernel, a batch of one in fp16 took ~2 us longer, H100).
-__host__ __device__ inline bool small_wide(const fused_shape& s, int count) {
+inline bool small_wide(const fused_shape& s, int count) {
   return count * s.copies > s.sms;
 }
 
@@ -1401,7 +1401,7 @@ __host__ __device__ inline bool small_wide(const fused_shape& s, int count) {
 // kernel's way) whose items do not outnumber the SMs, the fragments then read from L1/L2. (One
 // copy an item, a batch of 64 took 320 items of ~7.7 us in 2.4 rounds, each staging all 68 KB of
 // LeNet's fragments; four, 80 items of ~16.5 us, 52 SMs idle: three, 107 items.)
-__host__ __device__ inline int small_stage2_copies(const fused_shape& s, int count) {
+inline int small_stage2_copies(const fused_shape& s, int count) {
   const int rows = count * s.copies, most = fused_stage2_copies(&s);
   int c = 1;  // rows <= sms (not small_wide): 1
   while (c < most && (rows + c - 1) / c > s.sms) c++;
@@ -1419,7 +1419,7 @@ __host__ __device__ inline int small_stage2_copies(const fused_shape& s, int cou
 struct conv2_split {
   int tiles, parts, groups;
 };
-__host__ __device__ inline conv2_split small_conv2_split(const fused_shape& s, int count) {
+inline conv2_split small_conv2_split(const fused_shape& s, int count) {
   const int rows = count * s.copies, ntiles = fused_k2_pad(&s) / 8;
   const int most = max(1, kWarps / (2 * fused_stage2_tile_pairs(&s)));  // parts that 8 warps hold
   const int choices[4][2] = {{1, 1}, {1, 2}, {1, 4}, {2, 4}};
@@ -1433,7 +1433,7 @@ __host__ __device__ inline conv2_split small_conv2_split(const fused_shape& s, i
 }
 
 // fp16 fc1's n tiles a warp (fc1h_item).
-__host__ __device__ inline int fc1h_tiles(const fused_shape& s, int count) {
+inline int fc1h_tiles(const fused_shape& s, int count) {
   const int row_tiles = (count * s.copies + 15) / 16;
   const int groups = ((s.fc_out + 7) / 8 + kWarps - 1) / kWarps;
   return small_wide(s, count) && row_tiles * groups > s.sms ? 2 : 1;  // the kWide build only
@@ -1443,12 +1443,12 @@ __host__ __device__ inline int fc1h_tiles(const fused_shape& s, int count) {
 __host__ __device__ inline int fc1h_staged_pitch(const fused_shape& s) {
   return fused_act2_pitch(&s) + 8;  // halves: rows 4 banks apart, a fragment's loads conflict-free
 }
-__host__ __device__ inline size_t fc1h_staged_shared(const fused_shape& s, int row_tiles) {
+inline size_t fc1h_staged_shared(const fused_shape& s, int row_tiles) {
   return sizeof(__half) * 16 * row_tiles * fc1h_staged_pitch(s) +
          sizeof(uint2) * 32 * kWarps * (fused_act2_pitch(&s) / 16) + sizeof(float) * 8 * kWarps;
 }
 // The most row tiles a staged item may take (0: none fits, fc1h_item instead).
-__host__ __device__ inline int fc1h_staged_most(const fused_shape& s) {
+inline int fc1h_staged_most(const fused_shape& s) {
   if (!s.half) return 0;
   return fc1h_staged_shared(s, 2) <= kSmallShared ? 2 : fc1h_staged_shared(s, 1) <= kSmallShared;
 }
