@@ -1455,8 +1455,9 @@ inline int fc1h_staged_most(const fused_shape& s) {
 
 // The small batches' kernel's plan, made on the host and passed in its arguments: the items'
 // run-time divisions made in every item (and in both its parts) took ~10% of a batch of one's
-// samples (ncu), their code cold on each SM.
-struct small_plan {
+// samples (ncu), their code cold on each SM. 16-byte aligned in the arguments, so that its
+// fields can be read in pairs and fours.
+struct __align__(16) small_plan {
   int items[FUSED_SMALL_STAGES];  // stage 1 (a copy), 2, fc1, stage 3b (an image)
   int total;
   stage1_split one;
