@@ -21,8 +21,8 @@ typedef struct gpu_slot {
   unsigned char* host_out; /* pinned: max_batch records */
   uint8_t* dev_in;
   void* dev_out;
-  const uint8_t* mapped_in; /* host_in and host_out as the device addresses them (the latency */
-  void* mapped_out;         /* path) */
+  const uint8_t* mapped_in; /* host_in as the device addresses it (the latency path) */
+  void* mapped_out;         /* host_out likewise */
   cudaStream_t copy;       /* this slot's copies in and out */
   cudaEvent_t in_ready, computed, done;
   /* Profiling only (recorded when the batch is submitted with stats): before the copy in, after

@@ -158,7 +158,7 @@ static int one_launch_most(const fused_shape* s) { return s->half ? FUSED_SMALL_
    the batch runs in the one launch and has no more copies than SMs, they are copied in first (a
    copy node): stage 1's items then read them from L2, and a batch of one or eight was 1 to 3 us
    faster at p50 than with the items' loads crossing PCIe. Larger ones read the host memory
-   themselves: a batch of 64 in fp16 0.072 -> 0.067 ms p50 (A/B, H100, 2026-11-24,
+   themselves: a batch of 64 in fp16 0.071 -> 0.065-0.067 ms p50 (A/B, H100, 2026-11-24,
    BENCHMARKS.md). */
 static int copies_input_in(const fused_shape* s, int images) {
   return images <= one_launch_most(s) && images * s->copies <= s->sms;
