@@ -53,6 +53,10 @@ __device__ __forceinline__ float aug_pixel_at(const float* image, int i) { retur
 template <int THREADS, typename Image>
 __device__ uint64_t aug_block_load(const uint8_t* __restrict__ src, int n, Image* image) {
   uint64_t sum = 0;
+  auto take = [&](int i, uint8_t v) {  // pixel i's value kept, its key term added
+    aug_keep(image, i, v);
+    sum += aug_key_term((uint32_t)i, v);
+  };
   if (n % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 4 == 0) {
     const uint32_t* __restrict__ words = reinterpret_cast<const uint32_t*>(src);
     for (int base = threadIdx.x; base < n / 4; base += 4 * THREADS) {
@@ -63,12 +67,7 @@ __device__ uint64_t aug_block_load(const uint8_t* __restrict__ src, int n, Image
       for (int j = 0; j < 4; j++)
         if (base + j * THREADS < n / 4)
 #pragma unroll
-          for (int b = 0; b < 4; b++) {
-            const int i = 4 * (base + j * THREADS) + b;
-            const uint8_t v = (uint8_t)(w[j] >> 8 * b);
-            aug_keep(image, i, v);
-            sum += aug_key_term((uint32_t)i, v);
-          }
+          for (int b = 0; b < 4; b++) take(4 * (base + j * THREADS) + b, (uint8_t)(w[j] >> 8 * b));
     }
   } else {
     for (int base = threadIdx.x; base < n; base += 4 * THREADS) {
@@ -76,13 +75,8 @@ __device__ uint64_t aug_block_load(const uint8_t* __restrict__ src, int n, Image
 #pragma unroll
       for (int j = 0; j < 4; j++) v[j] = base + j * THREADS < n ? src[base + j * THREADS] : 0;
 #pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const int i = base + j * THREADS;
-        if (i < n) {
-          aug_keep(image, i, v[j]);
-          sum += aug_key_term((uint32_t)i, v[j]);
-        }
-      }
+      for (int j = 0; j < 4; j++)
+        if (base + j * THREADS < n) take(base + j * THREADS, v[j]);
     }
   }
   return aug_key_finish(aug_block_sum<THREADS>(sum));  // synchronises

@@ -1389,8 +1389,8 @@ inline int fc1_rows(const fused_shape& s) {
 }
 
 // A batch of more copies than SMs: the small batches' kernel built for it (small_kernel's
-// kWide: tickets taken after an item, stage 2 in fp16 several copies an item, fc1 in fp16 two n
-// tiles a warp). Apart, so that the batches of fewer run the code measured for them (with both
+// kWide: tickets taken after an item, stage 2 in fp16 several copies an item, fc1 in fp16 two
+// row tiles an item staged, or two n tiles a warp where staging does not fit). Apart, so that the batches of fewer run the code measured for them (with both
 // in one kernel, a batch of one in fp16 took ~2 us longer, H100).
 inline bool small_wide(const fused_shape& s, int count) {
   return count * s.copies > s.sms;
@@ -1543,8 +1543,8 @@ __device__ __forceinline__ void fc1h_item(const fused_shape& s, const uint2* __r
 
 // fp16 fc1 for the small batches where it fits: fc1h_item<1>'s arithmetic on operands first
 // copied into shared memory, all by cp.async at once (the item's kRowTiles x 16 rows of act2,
-// zeros past `rows`, and its kWarps n tiles' fragments of every k step: 108 KB for LeNet at one
-// row tile, 134 KB at two), where fc1h_item<1> waited on L2 for every 10 k steps' loads and a
+// zeros past `rows`, and its kWarps n tiles' fragments of every k step: 128 KB for LeNet at one
+// row tile, 154 KB at two), where fc1h_item<1> waited on L2 for every 10 k steps' loads and a
 // batch of one's 8 items took 4.6 us. Two row tiles an item (the kWide build, where items of one
 // would outnumber the SMs): a warp's two chains share each k step's fragment, and a batch of 64
 // takes one round of 80 items, not 1.2 of fc1h_item<2>'s 8.7 us. The same mma on the same

@@ -50,6 +50,10 @@ constexpr int kPixels = 784, kRecord = 16;  // floats: the record's 64 bytes, [1
 
 // Sums the image's bytes (each thread a strided share, then warp and block sums) into record:
 // [0] the sum, [1 .. 14] the sum plus their index, [15] the call's sequence number, last.
+__device__ __forceinline__ unsigned byte_sum(unsigned w) {
+  return (w & 0xff) + (w >> 8 & 0xff) + (w >> 16 & 0xff) + (w >> 24);
+}
+
 // Block b: image b / readers, record b (each of an image's `readers` blocks reads it and
 // writes a record of its own). kWidth 1: the image a byte at a time over the block's threads, in
 // turn; 4 or 16: one load a thread of 4 or 16 bytes, all at once.
@@ -63,14 +67,11 @@ __global__ void record_kernel(const uint8_t* images, float* records, unsigned se
   if (kWidth == 16) {
     if (threadIdx.x < kPixels / 16) {
       const uint4 v = reinterpret_cast<const uint4*>(image)[threadIdx.x];
-      for (unsigned w : {v.x, v.y, v.z, v.w})
-        sum += (w & 0xff) + (w >> 8 & 0xff) + (w >> 16 & 0xff) + (w >> 24);
+      for (unsigned w : {v.x, v.y, v.z, v.w}) sum += byte_sum(w);
     }
   } else if (kWidth == 4) {
-    for (int i = threadIdx.x; i < kPixels / 4; i += blockDim.x) {
-      const unsigned w = reinterpret_cast<const unsigned*>(image)[i];
-      sum += (w & 0xff) + (w >> 8 & 0xff) + (w >> 16 & 0xff) + (w >> 24);
-    }
+    for (int i = threadIdx.x; i < kPixels / 4; i += blockDim.x)
+      sum += byte_sum(reinterpret_cast<const unsigned*>(image)[i]);
   } else {
     for (int i = threadIdx.x; i < kPixels; i += blockDim.x) sum += image[i];
   }

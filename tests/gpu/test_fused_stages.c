@@ -14,8 +14,8 @@
    on). fp32 runs stages 2 and 3 twice, with the batch-wide kernels (register-tiled conv2, fc1 a
    GEMM of its own) and with the others, whatever the batch: both against the CPU, and the two
    with the same bits. Then the whole pass from random images, the small batches' one launch
-   against the stages' launches: the same bits (1, 8, 13, 20, 37 and 64 images). Usage: test_fused_stages
-   SHARED_DATASETS_DIR. Skipped (77) without a GPU. */
+   against the stages' launches: the same bits (1, 8, 13, 20, 37 and 64 images). Usage:
+   test_fused_stages SHARED_DATASETS_DIR. Skipped (77) without a GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,7 +201,7 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
 /* The small batches' one launch (fused_small) against the stages' launches, the whole pass from
    random images: the same bits, for batches of 1, 8, 13, 20, 37 and FUSED_SMALL_MAX images (at
    5 copies on 132 SMs, fp16: stage 2 one copy an item of 1, 4, 4 and 8 n tiles (1, 4, 4, 4 a
-   warp), then two and four copies an item; fc1 one n tile a warp staged, then two a warp). */
+   warp), then two and three copies an item; fc1 staged, one row tile an item, then two). */
 static void run_small(const char* name, const model* m, const ttp_tta* tta,
                       ttp_precision precision, test_rng* rng) {
   ttp_err e = {0};
