@@ -791,7 +791,8 @@ struct small_div {
 //    (sum >= +0), the same bits as leaving them out. Windows of up to kLrnMost terms are
 //    unrolled, the terms beyond lrn_n selected away, and taken term by term over a warp's
 //    kLrnUnits units so that their chains interleave (a round's spare units repeat its last,
-//    not stored);
+//    not stored). Ten units a warp: an image's five rows of LeNet's 16 units in one round (at
+//    eight, a second round for the fifth row: stage 3b's item at one image 6.4 -> 5.8 us);
 //  - fc2 a warp a (row, four classes): lane l the outputs l, l + 32, ... in order (the lanes
 //    beyond fc_out multiply zeros: the sums unchanged), the four sums' shuffles interleaved,
 //    the logits into probs;
@@ -803,7 +804,7 @@ struct small_div {
 // every kernel that calls this. What a batch of one's item waits on is chains of dependent
 // shared-memory loads and arithmetic, not instruction fetch (each item done twice, the second
 // as slow as the first: tests/bench/NOTES.md).
-constexpr int kLrnMost = 8, kLrnUnits = 8;
+constexpr int kLrnMost = 8, kLrnUnits = 10;
 
 // stage3_tail's merge in one mode, known at compile time: with the mode a run-time value, each
 // class's value took ~620 cycles of one thread instead of ~240 (tail_lab), every mode's code
