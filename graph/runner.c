@@ -29,7 +29,8 @@ typedef struct gpu_slot {
      it, when the batch starts and ends on the compute stream, after the copy out. */
   cudaEvent_t t_start, t_in, t_begin, t_end, t_out;
   int timed;
-  int direct; /* its last batch took the latency path */
+  int direct;       /* its last batch took the latency path */
+  long long batch;  /* its last batch's number (the runner's order of submission) */
 } gpu_slot;
 
 typedef struct gpu_runner {
@@ -43,8 +44,15 @@ typedef struct gpu_runner {
   gpu_slot slots[GPU_MAX_SLOTS];
   graph_set graphs;
   int opened; /* the device guard has a device to return to */
+  long long batches; /* submitted so far: the next batch's number */
+  /* After a failure CUDA cannot recover from (the GPU lost to the process): why, and every
+     later call is refused with it. */
+  int lost;
+  char lost_why[ERR_MESSAGE_SIZE];
   char description[1600];
 } gpu_runner;
+
+long long gpu_fault_batch = -1, gpu_refuse_batch = -1;
 
 /* ---- the device the caller had ------------------------------------------------------------ */
 
@@ -83,13 +91,14 @@ static int bucket_of(const gpu_runner* r, size_t count) {
 
 /* The latency path: everything on the compute stream, the slot's last event after the graph. */
 static ttp_status submit_direct(gpu_runner* r, gpu_slot* slot, int s, int bucket, int timed,
-                                ttp_err* e) {
+                                int fault, ttp_err* e) {
   if (timed) {
     CUDA_TRY(e, cudaEventRecord(slot->t_start, r->stream));
     CUDA_TRY(e, cudaEventRecord(slot->t_in, r->stream));
     CUDA_TRY(e, cudaEventRecord(slot->t_begin, r->stream));
   }
   TRY(graph_set_launch(&r->graphs, s, bucket, enqueue_slot, r, r->stream, e));
+  if (fault) CUDA_TRY(e, gpu_fault_launch(r->stream));
   if (timed) {
     CUDA_TRY(e, cudaEventRecord(slot->t_end, r->stream));
     CUDA_TRY(e, cudaEventRecord(slot->t_out, r->stream));
@@ -102,14 +111,67 @@ static ttp_status submit_direct(gpu_runner* r, gpu_slot* slot, int s, int bucket
 
 static uint8_t* runner_input(void* impl, int s) { return ((gpu_runner*)impl)->slots[s].host_in; }
 
+/* Whether the context is unusable after err: the errors CUDA documents as sticky (a kernel's
+   fault), or any failure of a query on the runner's own stream since. */
+static int gpu_lost(const gpu_runner* r, cudaError_t err) {
+  switch (err) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+      return 1;
+    default: {
+      const cudaError_t probe = cudaStreamQuery(r->stream);
+      return probe != cudaSuccess && probe != cudaErrorNotReady;
+    }
+  }
+}
+
+/* Records batch `batch`'s failure: TTP_ERR_GPU_LOST (and the runner refuses all later work) when
+   CUDA cannot recover from it, else TTP_ERR_CUDA. */
+static ttp_status batch_failed(gpu_runner* r, long long batch, size_t count, const char* doing,
+                               cudaError_t err, ttp_err* e) {
+  if (!gpu_lost(r, err)) {
+    cudaGetLastError(); /* not sticky: cleared, the GPU stays usable */
+    return ERR(e, TTP_ERR_CUDA, "batch %lld of this pipeline (%zu images): %s: %s", batch, count,
+               doing, cudaGetErrorString(err));
+  }
+  r->lost = 1;
+  snprintf(r->lost_why, sizeof r->lost_why, "batch %lld of this pipeline (%zu images): %s: %s",
+           batch, count, doing, cudaGetErrorString(err));
+  return ERR(e, TTP_ERR_GPU_LOST,
+             "%s; CUDA cannot recover from this within the process: the batches not yet "
+             "collected are lost and this pipeline takes no more work",
+             r->lost_why);
+}
+
+static ttp_status refuse_if_lost(const gpu_runner* r, ttp_err* e) {
+  if (!r->lost) return TTP_OK;
+  return ERR(e, TTP_ERR_GPU_LOST,
+             "this pipeline's GPU failed earlier (%s): it takes no more work; close it and "
+             "restart the process", r->lost_why);
+}
+
 static ttp_status submit_on_device(gpu_runner* r, int s, size_t count, int timed, ttp_err* e) {
   gpu_slot* slot = &r->slots[s];
   int bucket = bucket_of(r, count);
+  TRY(refuse_if_lost(r, e));
+  slot->batch = r->batches++;
+  if (gpu_refuse_batch >= 0 && gpu_refuse_batch-- == 0)
+    return batch_failed(r, slot->batch, count, "submitting it (test hook)",
+                        cudaErrorLaunchOutOfResources, e);
+  const int fault = gpu_fault_batch >= 0 && gpu_fault_batch-- == 0;
   slot->timed = timed;
   slot->direct = direct(r, bucket);
   if (slot->direct) {
     TRACE_PUSH("launch batch (latency path)");
-    ttp_status st = submit_direct(r, slot, s, bucket, timed, e);
+    ttp_status st = submit_direct(r, slot, s, bucket, timed, fault, e);
     TRACE_POP();
     return st;
   }
@@ -124,6 +186,7 @@ static ttp_status submit_on_device(gpu_runner* r, int s, size_t count, int timed
   CUDA_TRY(e, cudaStreamWaitEvent(r->stream, slot->in_ready, 0));
   if (timed) CUDA_TRY(e, cudaEventRecord(slot->t_begin, r->stream));
   TRY(graph_set_launch(&r->graphs, s, bucket, enqueue_slot, r, r->stream, e));
+  if (fault) CUDA_TRY(e, gpu_fault_launch(r->stream));
   if (timed) CUDA_TRY(e, cudaEventRecord(slot->t_end, r->stream));
   CUDA_TRY(e, cudaEventRecord(slot->computed, r->stream));
   CUDA_TRY(e, cudaStreamWaitEvent(slot->copy, slot->computed, 0));
@@ -166,8 +229,7 @@ static ttp_status collect_on_device(gpu_runner* r, gpu_slot* slot, size_t count,
   cudaError_t err = wait_for(r, slot);
   *waited += clock_seconds() - start;
   TRACE_POP();
-  if (err != cudaSuccess)
-    return ERR(e, TTP_ERR_CUDA, "cudaEventSynchronize: %s", cudaGetErrorString(err));
+  if (err != cudaSuccess) return batch_failed(r, slot->batch, count, "running it", err, e);
   if (slot->timed && stats) {
     float h2d = 0, compute = 0, d2h = 0;
     CUDA_TRY(e, cudaEventElapsedTime(&h2d, slot->t_start, slot->t_in));
@@ -219,6 +281,7 @@ static void runner_abandon(void* impl, int s) {
 
 static ttp_status bench_on_device(gpu_runner* r, const uint8_t* images, size_t count, int replays,
                                   double* ms, ttp_err* e) {
+  TRY(refuse_if_lost(r, e));
   gpu_slot* slot = &r->slots[0];
   int bucket = bucket_of(r, count);
   /* The latency path's graph reads its input from the slot's pinned memory. */
@@ -308,10 +371,10 @@ static ttp_status plan_slots(gpu_runner* r, ttp_err* e) {
   size_t in = (size_t)r->cfg.max_batch * r->pixels, out = (size_t)r->cfg.max_batch * r->record;
   for (int s = 0; s < r->cfg.slots; s++) {
     gpu_slot* slot = &r->slots[s];
-    CUDA_TRY(e, cudaMallocHost((void**)&slot->host_in, in));
-    CUDA_TRY(e, cudaMallocHost((void**)&slot->host_out, out));
-    CUDA_TRY(e, cudaMalloc((void**)&slot->dev_in, in));
-    CUDA_TRY(e, cudaMalloc(&slot->dev_out, out));
+    TRY(gpu_alloc_pinned((void**)&slot->host_in, in, "a slot's images", e));
+    TRY(gpu_alloc_pinned((void**)&slot->host_out, out, "a slot's results", e));
+    TRY(gpu_alloc((void**)&slot->dev_in, in, "a slot's images", e));
+    TRY(gpu_alloc(&slot->dev_out, out, "a slot's results", e));
     CUDA_TRY(e, cudaHostGetDevicePointer((void**)&slot->mapped_in, slot->host_in, 0));
     CUDA_TRY(e, cudaHostGetDevicePointer(&slot->mapped_out, slot->host_out, 0));
     /* Padding rows read whatever a slot last held: start from zeros, so it is always defined.

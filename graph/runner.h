@@ -68,6 +68,17 @@ typedef struct gpu_network_ops {
   void (*destroy)(void* net);          /* the device current; accepts NULL */
 } gpu_network_ops;
 
+/* Test hooks (tests/gpu/test_gpu_faults.c), -1 (off) unless a test sets them; when >= 0, the
+   number of batches (of any runner of the process) still to submit before the one they strike,
+   after which they are -1 again. gpu_fault_batch's batch is followed on its stream by a kernel
+   that traps: a fault CUDA cannot recover from within the process, as a failing kernel or device
+   gives. gpu_refuse_batch's batch fails to submit instead: a plain launch error, after which the
+   GPU stays usable. One thread at a time. */
+extern long long gpu_fault_batch, gpu_refuse_batch;
+
+/* Launches the trapping kernel on stream (graph/fault.cu). */
+cudaError_t gpu_fault_launch(cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -32,6 +32,7 @@ typedef struct engine_config {
   int slots;               /* GPU engines: pinned slots in the ring */
   int use_graph;           /* GPU engines: replay CUDA Graphs (else eager launches) */
   ttp_wait wait;           /* GPU engines: how collecting a batch waits (ttapipe.h) */
+  ttp_plan plan;           /* cudnn engine: how it chooses convolution algorithms (ttapipe.h) */
   aug_spec spec;
   ttp_merge merge;
 } engine_config;

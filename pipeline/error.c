@@ -13,6 +13,7 @@ static int err_has_location(ttp_status s) {
     case TTP_ERR_CUDNN:
     case TTP_ERR_CUBLAS:
     case TTP_ERR_INTERNAL:
+    case TTP_ERR_GPU_LOST:
       return 1;
     default:
       return 0;
@@ -47,4 +48,19 @@ void err_clear(ttp_err* e) {
 void err_copy_out(const ttp_err* e, char* buffer, size_t size) {
   if (!buffer || size == 0) return;
   snprintf(buffer, size, "%s", e->status == TTP_OK ? "" : e->message);
+}
+
+void err_prefix(ttp_err* e, const char* fmt, ...) {
+  if (!e || e->status == TTP_OK) return;
+  char joined[ERR_MESSAGE_SIZE];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(joined, sizeof joined, fmt, ap);
+  va_end(ap);
+  size_t used = n < 0 ? 0 : (size_t)n < sizeof joined ? (size_t)n : sizeof joined - 1;
+  size_t rest = strlen(e->message);
+  if (rest > sizeof joined - 1 - used) rest = sizeof joined - 1 - used;
+  memcpy(joined + used, e->message, rest);
+  joined[used + rest] = '\0';
+  memcpy(e->message, joined, sizeof e->message);
 }

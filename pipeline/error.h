@@ -34,6 +34,14 @@ ttp_status err_set(ttp_err* e, ttp_status status, const char* file, int line, co
 
 void err_clear(ttp_err* e);
 
+/* Puts the printf-formatted context before the message already recorded in e (nothing if e holds
+   no error): "images 128..191 of this call: " + what failed. */
+void err_prefix(ttp_err* e, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* Copies the message into a caller's buffer of size bytes (buffer may be NULL). */
 void err_copy_out(const ttp_err* e, char* buffer, size_t size);
 

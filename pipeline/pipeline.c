@@ -31,6 +31,7 @@ const char* ttp_status_string(ttp_status s) {
     case TTP_ERR_CUBLAS: return "cuBLAS error";
     case TTP_ERR_INTERNAL: return "internal error";
     case TTP_ERR_CANCELLED: return "cancelled";
+    case TTP_ERR_GPU_LOST: return "GPU lost";
   }
   return "unknown status";
 }
@@ -50,6 +51,7 @@ void ttp_options_init(ttp_options* o) {
   o->slots = 3;
   o->no_graph = 0;
   o->wait = TTP_WAIT_AUTO;
+  o->plan = TTP_PLAN_MEASURE;
 }
 
 /* The caller's options as this library knows them: fields beyond the caller's struct_size (an
@@ -82,6 +84,8 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
   if (o->device < 0) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "device %d", o->device);
   if (o->wait < TTP_WAIT_AUTO || o->wait > TTP_WAIT_BLOCK)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown wait %d", (int)o->wait);
+  if (o->plan != TTP_PLAN_MEASURE && o->plan != TTP_PLAN_HEURISTIC)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown plan %d", (int)o->plan);
   if (p->options.threads < 0 || p->options.threads > CPU_MAX_THREADS)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "threads must be 0..%d, not %d",
                CPU_MAX_THREADS, p->options.threads);
@@ -134,6 +138,7 @@ static engine_config config_of(const ttp_pipeline* p) {
       .slots = p->options.slots,
       .use_graph = !p->options.no_graph,
       .wait = p->options.wait,
+      .plan = p->options.plan,
       .spec = p->spec,
       .merge = p->merge,
   };

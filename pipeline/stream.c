@@ -71,10 +71,12 @@ ttp_status stream_run(batch_stream* s, const uint8_t* images, size_t count, ttp_
       memcpy(in, images + sent * s->pixels, n * s->pixels);
       TRACE_POP();
       st = stream_submit(s, n, e);
+      if (st != TTP_OK) err_prefix(e, "images %zu..%zu of this call: ", sent, sent + n - 1);
       sent += n;
     } else { /* every slot busy, or everything sent: the oldest batch's results */
       st = collect_timed(s, results + done, merged ? merged + done * (size_t)s->classes : NULL,
                          &n, &waited, e);
+      if (st != TTP_OK) err_prefix(e, "images %zu..%zu of this call: ", done, done + n - 1);
       done += n;
     }
   }

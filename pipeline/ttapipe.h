@@ -88,7 +88,12 @@ typedef enum ttp_status {
   TTP_ERR_CUDNN = 8,            /* cuDNN failed */
   TTP_ERR_CUBLAS = 9,           /* cuBLAS failed */
   TTP_ERR_INTERNAL = 10,        /* a state the library should never reach: please report it */
-  TTP_ERR_CANCELLED = 11        /* ttp_cancel stopped the call: what it had finished is kept */
+  TTP_ERR_CANCELLED = 11,       /* ttp_cancel stopped the call: what it had finished is kept */
+  TTP_ERR_GPU_LOST = 12         /* the GPU failed in a way CUDA cannot recover from within the
+                                   process (a kernel's fault, a lost device): the call's batches
+                                   not yet collected are lost, and the pipeline refuses every
+                                   later call with this status; close it, and restart the
+                                   process to use the GPU again */
   /* Values are stable once released: append, never reorder. */
 } ttp_status;
 
@@ -193,6 +198,19 @@ typedef enum ttp_wait {
                          no core spent waiting, a longer latency */
 } ttp_wait;
 
+/* How the cudnn engine chooses its convolution algorithms (ttp_options.plan). Either way the
+   choice is among cuDNN's implicit-GEMM algorithms (fp32: without tensor cores) that every batch
+   bucket can run, made once per process and shape: the first pipeline of a process to plan a
+   shape decides for every later one, so that an image gets the same bits in all of them. */
+typedef enum ttp_plan {
+  TTP_PLAN_MEASURE = 0,  /* times the algorithms at a canonical batch (cuDNN's search) and takes
+                            the fastest: the default */
+  TTP_PLAN_HEURISTIC = 1 /* takes cuDNN's heuristic ranking without running anything: opens
+                            faster, and is what to use under compute-sanitizer, where the timed
+                            search runs every algorithm under the tool on buffers nothing has
+                            written yet */
+} ttp_plan;
+
 typedef struct ttp_options {
   size_t struct_size;    /* sizeof(ttp_options) as the caller compiled it; ttp_options_init sets it */
   const char* model_dir; /* a directory in the mnistCUDNN layout (see "Models"); required; read
@@ -214,6 +232,8 @@ typedef struct ttp_options {
                             captured CUDA Graph (default 0). The results are the same bits. */
   ttp_wait wait;         /* GPU engines: how calls wait for their batches (default
                             TTP_WAIT_AUTO). The results are the same bits. */
+  ttp_plan plan;         /* cudnn engine: how it chooses its convolution algorithms (default
+                            TTP_PLAN_MEASURE) */
 } ttp_options;
 
 /* Fills o with the defaults and sets o->struct_size. Call it before setting any field. */
@@ -302,7 +322,11 @@ typedef struct ttp_result {
    compute and a third's copy out overlap; results are collected in order into the caller's
    arrays. The call returns when every result is there: the caller's memory is read only during
    the call, and no work of the call is left running. Returns TTP_OK, TTP_ERR_INVALID_ARGUMENT,
-   or an engine failure (recorded in p). */
+   or an engine failure (recorded in p; on a GPU it names the batch and the call's images, e.g.
+   "images 128..191 of this call: batch 7 of this pipeline (64 images): ..."). After a failure
+   every result is either right or left as it was: none is wrong. TTP_ERR_GPU_LOST: the GPU
+   failed in a way CUDA cannot recover from in the process; this call and every later one on the
+   pipeline fail with it. */
 ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
                         float* probabilities);
 
@@ -445,7 +469,9 @@ typedef struct ttp_bulk_stats {
    CPU), so memory stays bounded and one slow file holds back nothing but its own batch. A file that fails
    is reported to the callback with its error and the others go on. stats may be NULL.
    Returns TTP_OK (also when files failed: see stats->failed), TTP_ERR_INVALID_ARGUMENT,
-   TTP_ERR_CANCELLED (ttp_cancel), or an engine failure. */
+   TTP_ERR_CANCELLED (ttp_cancel), or an engine failure (TTP_ERR_GPU_LOST as for ttp_classify):
+   the files reported until then are right, the batch that failed and those after it are not
+   reported. */
 ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t count,
                               const ttp_image_options* options, int threads,
                               ttp_file_callback callback, void* user, ttp_bulk_stats* stats);

@@ -19,6 +19,8 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"slots", "K", "pinned transfer slots of the GPU engine, 2..16 (default 3; classify 8)"}, \
       {"no-graph", NULL, "launch each GPU batch eagerly instead of replaying a CUDA Graph"},  \
       {"wait", "MODE", "auto|spin|yield|block: how calls wait for the GPU (default auto)"},  \
+      {"plan", "MODE", "measure|heuristic: how the cudnn engine picks convolution algorithms " \
+                       "(default measure: cuDNN's timed search; heuristic runs nothing)"},     \
       {"device", "D", "CUDA device index (default 0)"},                                       \
       {"verbose", NULL, "describe on stderr how the engine runs (algorithms, graphs)"},      \
       {"threads", "N", "threads of the CPU engine (default: one per core)"},                  \
@@ -33,8 +35,9 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"seed", "S", "seed of the augmentation, 0..2^64-1 (default 0)"},                       \
       {"merge", "MODE", "mean|vote|max|gmean: how the copies' outputs merge (default mean)"}
 
-/* The --wait names, in ttp_wait's order, NULL-terminated. */
+/* The --wait and --plan names, in ttp_wait's and ttp_plan's order, NULL-terminated. */
 extern const char* const cli_wait_names[];
+extern const char* const cli_plan_names[];
 /* The --engine names and their values, NULL-terminated names. */
 extern const char* const cli_engine_names[];
 extern const ttp_engine cli_engine_ids[];

@@ -54,18 +54,20 @@ int cli_engine_id(const char* name, ttp_engine* id) {
 }
 
 const char* const cli_wait_names[] = {"auto", "spin", "yield", "block", NULL};
+const char* const cli_plan_names[] = {"measure", "heuristic", NULL};
 
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
   static const char* const precisions[] = {"fp32", "fp16", NULL};
-  int engine = 0, precision = 0, wait = 0;
+  int engine = 0, precision = 0, wait = 0, plan = 0;
   long threads = 0, batch = o.max_batch, slots = default_slots ? default_slots : o.slots;
   long device = 0;
   int rc;
   if ((rc = cli_require(a, "model", &o.model_dir)) || (rc = cli_get_choice(a, "engine", cli_engine_names, &engine)) ||
       (rc = cli_get_choice(a, "precision", precisions, &precision)) ||
       (rc = cli_get_choice(a, "wait", cli_wait_names, &wait)) ||
+      (rc = cli_get_choice(a, "plan", cli_plan_names, &plan)) ||
       (rc = cli_get_long(a, "batch", 1, 65536, &batch)) || (rc = cli_get_long(a, "slots", 2, 16, &slots)) ||
       (rc = cli_get_long(a, "device", 0, 1023, &device)) ||
       (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = tta_from_args(a, tta)))
@@ -77,6 +79,7 @@ int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, tt
   o.device = (int)device;
   o.no_graph = cli_flag(a, "no-graph");
   o.wait = (ttp_wait)wait;
+  o.plan = (ttp_plan)plan;
   o.threads = (int)threads;
   o.tta = tta;
   ttp_status s = ttp_open(&o, p);

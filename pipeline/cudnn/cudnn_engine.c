@@ -86,6 +86,7 @@ static ttp_status plan_context(gpu_context* ctx, const engine_config* c, const g
   ctx->stream = stream;
   ctx->device = c->device;
   ctx->half = c->precision == TTP_PRECISION_FP16;
+  ctx->plan = c->plan;
   ctx->dnn_type = ctx->half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
   ctx->blas_type = ctx->half ? CUDA_R_16F : CUDA_R_32F;
   ctx->elem = ctx->half ? 2 : 4;
@@ -102,8 +103,8 @@ static ttp_status plan_context(gpu_context* ctx, const engine_config* c, const g
 /* After every layer is planned: the workspaces they asked for. */
 static ttp_status plan_workspaces(gpu_context* ctx, ttp_err* e) {
   if (ctx->conv_workspace_size)
-    CUDA_TRY(e, cudaMalloc(&ctx->conv_workspace, ctx->conv_workspace_size));
-  CUDA_TRY(e, cudaMalloc(&ctx->gemm_workspace, ctx->gemm_workspace_size));
+    TRY(gpu_alloc(&ctx->conv_workspace, ctx->conv_workspace_size, "the convolutions' workspace", e));
+  TRY(gpu_alloc(&ctx->gemm_workspace, ctx->gemm_workspace_size, "the GEMMs' workspace", e));
   return TTP_OK;
 }
 
@@ -131,9 +132,12 @@ static ttp_status plan_layers(cudnn_net* g, ttp_err* e) {
   TRY(plan_workspaces(&g->ctx, e));
   size_t rows = (size_t)g->ctx.rows[g->ctx.buckets - 1];
   size_t act = rows * model_max_activation(m) * g->ctx.elem;
-  CUDA_TRY(e, cudaMalloc(&g->act[0], act));
-  CUDA_TRY(e, cudaMalloc(&g->act[1], act));
-  if (g->ctx.half) CUDA_TRY(e, cudaMalloc((void**)&g->probs, rows * m->classes * sizeof(float)));
+  char what[96];
+  snprintf(what, sizeof what, "the activations of %zu-row batches (images x copies)", rows);
+  TRY(gpu_alloc(&g->act[0], act, what, e));
+  TRY(gpu_alloc(&g->act[1], act, what, e));
+  if (g->ctx.half)
+    TRY(gpu_alloc((void**)&g->probs, rows * m->classes * sizeof(float), "the probabilities", e));
   return TTP_OK;
 }
 

@@ -2,7 +2,8 @@
    operations (plan, enqueue) indexed by model_op.
 
      conv     cudnnConvolutionForward (cross-correlation, zero padding), then bias_kernel.
-              The algorithm: cudnnFindConvolutionForwardAlgorithm at the largest bucket, the
+              The algorithm: cudnnFindConvolutionForwardAlgorithm at the canonical batch (or,
+              with TTP_PLAN_HEURISTIC, cuDNN's heuristic ranking, nothing timed), the
               fastest implicit GEMM that every bucket supports (and, in fp32, that uses no
               tensor cores: no TF32). fp32: FMA math. fp16: tensor-core math, fp32 accumulation.
      maxpool  cudnnPoolingForward, CUDNN_PROPAGATE_NAN.
@@ -52,7 +53,7 @@ ttp_status gpu_upload(gpu_context* ctx, const float* host, size_t count, void* d
     return TTP_OK;
   }
   float* staging = NULL;
-  CUDA_TRY(e, cudaMalloc((void**)&staging, count * sizeof(float)));
+  TRY(gpu_alloc((void**)&staging, count * sizeof(float), "the weights' fp32 staging", e));
   ttp_status s = TTP_OK;
   cudaError_t err = cudaMemcpyAsync(staging, host, count * sizeof(float), cudaMemcpyHostToDevice,
                                     ctx->stream);
@@ -68,7 +69,7 @@ ttp_status gpu_upload(gpu_context* ctx, const float* host, size_t count, void* d
 /* The layer's weights and bias on the device, in the engine's element type. */
 static ttp_status upload(gpu_context* ctx, const float* host, size_t count, void** out,
                          ttp_err* e) {
-  CUDA_TRY(e, cudaMalloc(out, count * ctx->elem));
+  TRY(gpu_alloc(out, count * ctx->elem, "a layer's weights", e));
   return gpu_upload(ctx, host, count, *out, e);
 }
 
@@ -90,7 +91,9 @@ static const char* const conv_algo_names[] = {
    pipeline of a process runs the same arithmetic and an image gets the same bits whatever the
    batch size. The pick is the lowest-numbered implicit-GEMM algorithm within 10% of the fastest
    of them that every bucket can run (fp32: without tensor cores), so that timing noise rarely
-   changes it between processes either; both give each output as one fp32 sum. */
+   changes it between processes either; both give each output as one fp32 sum. With
+   TTP_PLAN_HEURISTIC the pick is the first of those in cuDNN's heuristic ranking: nothing runs,
+   and every process on the same device and cuDNN picks the same. */
 typedef struct conv_choice {
   int key[11];
   cudnnConvolutionFwdAlgo_t algo;
@@ -125,7 +128,7 @@ static int usable(const gpu_context* ctx, const gpu_layer* L, const cudnnConvolu
   return 1;
 }
 
-/* Measures the algorithms at the canonical batch and picks one (see above). */
+/* Measures (or ranks) the algorithms at the canonical batch and picks one (see above). */
 static ttp_status find_conv_algo(gpu_context* ctx, gpu_layer* L, conv_choice* pick, ttp_err* e) {
   const model_layer* l = L->l;
   cudnnTensorDescriptor_t x = NULL, y = NULL;
@@ -139,29 +142,34 @@ static ttp_status find_conv_algo(gpu_context* ctx, gpu_layer* L, conv_choice* pi
   if (st == CUDNN_STATUS_SUCCESS)
     st = cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, ctx->dnn_type, ctx->canonical_rows,
                                     l->out.c, l->out.h, l->out.w);
-  if (st == CUDNN_STATUS_SUCCESS)
+  const int measure = ctx->plan == TTP_PLAN_MEASURE;
+  const char* call = measure ? "cudnnFindConvolutionForwardAlgorithm"
+                             : "cudnnGetConvolutionForwardAlgorithm_v7";
+  if (st == CUDNN_STATUS_SUCCESS && measure)
     st = cudnnFindConvolutionForwardAlgorithm(ctx->dnn, x, L->filter, L->conv, y,
                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
+  else if (st == CUDNN_STATUS_SUCCESS)
+    st = cudnnGetConvolutionForwardAlgorithm_v7(ctx->dnn, x, L->filter, L->conv, y,
+                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
   if (x) cudnnDestroyTensorDescriptor(x);
   if (y) cudnnDestroyTensorDescriptor(y);
   if (st != CUDNN_STATUS_SUCCESS)
-    return ERR(e, TTP_ERR_CUDNN, "layer %s: cudnnFindConvolutionForwardAlgorithm: %s", l->name,
-               cudnnGetErrorString(st));
+    return ERR(e, TTP_ERR_CUDNN, "layer %s: %s: %s", l->name, call, cudnnGetErrorString(st));
   const cudnnConvolutionFwdAlgoPerf_t* best = NULL;
   size_t workspace;
-  for (int i = 0; i < found && !best; i++) /* perf is sorted by time */
+  for (int i = 0; i < found && !best; i++) /* sorted by time, or by the heuristic's rank */
     if (usable(ctx, L, &perf[i], &workspace)) best = &perf[i];
   if (!best)
     return ERR(e, TTP_ERR_CUDNN, "layer %s: no convolution algorithm serves every batch bucket",
                l->name);
   const cudnnConvolutionFwdAlgoPerf_t* chosen = best;
-  for (int i = 0; i < found; i++)
+  for (int i = 0; i < found && measure; i++)
     if (perf[i].time <= 1.1f * best->time && perf[i].algo < chosen->algo &&
         usable(ctx, L, &perf[i], &workspace))
       chosen = &perf[i];
   pick->algo = chosen->algo;
   pick->math = chosen->mathType;
-  pick->ms = chosen->time;
+  pick->ms = measure ? chosen->time : -1.0f; /* the heuristic times nothing */
   return TTP_OK;
 }
 
@@ -214,10 +222,12 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   if (workspace > ctx->conv_workspace_size) ctx->conv_workspace_size = workspace;
   int tensor_cores = pick.math == CUDNN_TENSOR_OP_MATH ||
                      pick.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-  snprintf(L->algo, sizeof L->algo, "%s%s, %.3f ms at %d rows%s",
+  char timed[48] = "cuDNN's heuristic, not timed";
+  if (pick.ms >= 0) snprintf(timed, sizeof timed, "%.3f ms at %d rows", pick.ms, ctx->canonical_rows);
+  snprintf(L->algo, sizeof L->algo, "%s%s, %s%s",
            (unsigned)pick.algo < sizeof conv_algo_names / sizeof *conv_algo_names
                ? conv_algo_names[pick.algo] : "algorithm ?",
-           tensor_cores ? " (tensor cores)" : "", pick.ms, ctx->canonical_rows, note);
+           tensor_cores ? " (tensor cores)" : "", timed, note);
   return TTP_OK;
 }
 

@@ -226,25 +226,22 @@ static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
      on which the packing below (fp16's fragments, fp32's fc1 blocks) reads these weights (it
      once packed a half-copied buffer: every result of that pipeline off, none wrong enough to
      notice but by their bits). */
-  ttp_status st = TTP_OK;
-  cudaError_t err = cudaMalloc((void**)&g->weights, offsets[8] * sizeof(float));
-  if (err == cudaSuccess)
+  ttp_status st = gpu_alloc((void**)&g->weights, offsets[8] * sizeof(float),
+                            "the fused engine's weights", e);
+  cudaError_t err = cudaSuccess;
+  if (st == TTP_OK)
     err = cudaMemcpyAsync(g->weights, host, offsets[8] * sizeof(float), cudaMemcpyHostToDevice,
                           g->stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(g->stream);
   free(host);
   if (err != cudaSuccess)
-    st = ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,
-             "fused engine weights: %s", cudaGetErrorString(err));
+    st = ERR(e, TTP_ERR_CUDA, "fused engine weights: %s", cudaGetErrorString(err));
   const float* d = g->weights;
   g->w = (fused_weights){d + offsets[0], d + offsets[1], d + offsets[2], d + offsets[3],
                          d + offsets[4], d + offsets[5], d + offsets[6], d + offsets[7],
                          NULL, NULL, NULL};
   if (st != TTP_OK || fused_packed_bytes(s) == 0) return st;
-  err = cudaMalloc(&g->packed, fused_packed_bytes(s));
-  if (err != cudaSuccess)
-    return ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,
-               "fused engine packed weights: %s", cudaGetErrorString(err));
+  TRY(gpu_alloc(&g->packed, fused_packed_bytes(s), "the fused engine's packed weights", e));
   TRY(fused_pack_weights(s, &g->w, g->packed, g->stream, e));
   err = cudaStreamSynchronize(g->stream);
   if (err != cudaSuccess)
@@ -284,22 +281,22 @@ static ttp_status fused_plan(const model* m, const engine_config* c, const gpu_b
              cudaGetErrorString(cudaGetLastError()));
   if (st == TTP_OK) st = upload_weights(g, m, e);
   if (st == TTP_OK) st = fused_kernels_prepare(&g->s, e);
-  cudaError_t err = cudaSuccess;
-  if (st == TTP_OK) err = cudaMalloc(&g->act1, rows * fused_act_bytes(&g->s, 1));
-  if (st == TTP_OK && err == cudaSuccess)
-    err = cudaMalloc(&g->act2, rows * fused_act_bytes(&g->s, 2));
-  if (st == TTP_OK && err == cudaSuccess)
-    err = cudaMalloc((void**)&g->hidden, rows * fused_hidden_bytes(&g->s));
-  if (st == TTP_OK && err == cudaSuccess)
-    err = cudaMalloc((void**)&g->small_in, (size_t)FUSED_SMALL_MAX * g->s.in_h * g->s.in_w);
+  char what[96];
+  snprintf(what, sizeof what, "the activations of %d-image batches (%zu copies)",
+           buckets->images[buckets->count - 1], rows);
+  if (st == TTP_OK) st = gpu_alloc(&g->act1, rows * fused_act_bytes(&g->s, 1), what, e);
+  if (st == TTP_OK) st = gpu_alloc(&g->act2, rows * fused_act_bytes(&g->s, 2), what, e);
+  if (st == TTP_OK) st = gpu_alloc((void**)&g->hidden, rows * fused_hidden_bytes(&g->s), what, e);
+  if (st == TTP_OK)
+    st = gpu_alloc((void**)&g->small_in, (size_t)FUSED_SMALL_MAX * g->s.in_h * g->s.in_w,
+                   "the small batches' images", e);
   const size_t sync = sizeof *g->sync * FUSED_SMALL_SYNC * GPU_MAX_BUCKETS;
-  if (st == TTP_OK && err == cudaSuccess) err = cudaMalloc((void**)&g->sync, sync);
+  if (st == TTP_OK) st = gpu_alloc((void**)&g->sync, sync, "the small batches' counters", e);
   /* On the engine's stream, which every launch follows (cudaMemset may run later, on the
      legacy stream, than the warm-up's first launch on the runner's). */
-  if (st == TTP_OK && err == cudaSuccess) err = cudaMemsetAsync(g->sync, 0, sync, g->stream);
-  if (st == TTP_OK && err != cudaSuccess)
-    st = ERR(e, err == cudaErrorMemoryAllocation ? TTP_ERR_OUT_OF_MEMORY : TTP_ERR_CUDA,
-             "fused engine activations (%zu rows): %s", rows, cudaGetErrorString(err));
+  cudaError_t err = st == TTP_OK ? cudaMemsetAsync(g->sync, 0, sync, g->stream) : cudaSuccess;
+  if (err != cudaSuccess)
+    st = ERR(e, TTP_ERR_CUDA, "fused engine counters: %s", cudaGetErrorString(err));
   if (st != TTP_OK) {
     fused_destroy(g);
     return st;

@@ -84,16 +84,18 @@ static void test_options(const char* dir) {
 
   /* The GPU engine's options are checked whatever the engine. */
   static const struct {
-    int max_batch, slots, precision, device, wait;
+    int max_batch, slots, precision, device, wait, plan;
     const char* fragment;
-  } bad[] = {{0, 3, 0, 0, 0, "max_batch must be 1..65536, not 0"},
-             {65537, 3, 0, 0, 0, "max_batch must be 1..65536"},
-             {8, 1, 0, 0, 0, "slots must be 2..16, not 1"},
-             {8, 17, 0, 0, 0, "slots must be 2..16, not 17"},
-             {8, 3, 2, 0, 0, "unknown precision 2"},
-             {8, 3, 0, -1, 0, "device -1"},
-             {8, 3, 0, 0, 4, "unknown wait 4"},
-             {8, 3, 0, 0, -1, "unknown wait -1"}};
+  } bad[] = {{0, 3, 0, 0, 0, 0, "max_batch must be 1..65536, not 0"},
+             {65537, 3, 0, 0, 0, 0, "max_batch must be 1..65536"},
+             {8, 1, 0, 0, 0, 0, "slots must be 2..16, not 1"},
+             {8, 17, 0, 0, 0, 0, "slots must be 2..16, not 17"},
+             {8, 3, 2, 0, 0, 0, "unknown precision 2"},
+             {8, 3, 0, -1, 0, 0, "device -1"},
+             {8, 3, 0, 0, 4, 0, "unknown wait 4"},
+             {8, 3, 0, 0, -1, 0, "unknown wait -1"},
+             {8, 3, 0, 0, 0, 2, "unknown plan 2"},
+             {8, 3, 0, 0, 0, -1, "unknown plan -1"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ttp_options_init(&o);
     o.model_dir = dir;
@@ -101,6 +103,7 @@ static void test_options(const char* dir) {
     o.max_batch = bad[i].max_batch, o.slots = bad[i].slots, o.device = bad[i].device;
     o.precision = (ttp_precision)bad[i].precision;
     o.wait = (ttp_wait)bad[i].wait;
+    o.plan = (ttp_plan)bad[i].plan;
     CHECK(ttp_open(&o, &p) == TTP_ERR_INVALID_ARGUMENT, "accepted: %s", bad[i].fragment);
     EXPECT_MESSAGE(ttp_last_error(p), bad[i].fragment);
     ttp_close(p);
