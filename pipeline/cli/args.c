@@ -48,6 +48,11 @@ static int find_option(const cli_command* cmd, const char* name, size_t len) {
 int cli_parse(const cli_command* cmd, int argc, char** argv, cli_args* out) {
   memset(out, 0, sizeof *out);
   out->command = cmd;
+  int declared = 0;
+  while (cmd->options[declared].name) declared++;
+  if (declared > CLI_MAX_OPTIONS) /* the program's own table: values[] would overflow */
+    return cli_usage_error(cmd, "internal error: %d options declared, at most %d", declared,
+                           CLI_MAX_OPTIONS);
   /* Positional arguments are gathered in place at the front of argv + 1. */
   out->positional = argv + 1;
   int only_positional = 0;

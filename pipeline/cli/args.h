@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-enum { CLI_MAX_OPTIONS = 32, CLI_EXIT_USAGE = 2 };
+enum { CLI_MAX_OPTIONS = 64, CLI_EXIT_USAGE = 2 };
 
 typedef struct cli_option {
   const char* name; /* "model" for --model */
