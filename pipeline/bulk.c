@@ -218,7 +218,11 @@ static ttp_status submit_chunk(files_run* r) {
   double t1 = clock_seconds();
   r->st.waiting_seconds += t1 - t0;
   if (n == 0) return TTP_OK;
-  TRY(stream_submit(&r->p->stream, n, &r->p->err));
+  if (stream_submit(&r->p->stream, n, &r->p->err) != TTP_OK) {
+    err_prefix(&r->p->err, "classifying files, chunk %zu of the run (%zu files): ", r->submitted,
+               n);
+    return r->p->err.status;
+  }
   r->submitted++;
   r->st.classify_seconds += clock_seconds() - t1;
   return TTP_OK;

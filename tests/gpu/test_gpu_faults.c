@@ -2,7 +2,8 @@
    leaves the device usable; a batch that fails to launch in the middle of a call gives an error
    naming the batch and the call's images, never a wrong result, and the pipeline works on; a
    fault CUDA cannot recover from (a kernel that traps, through the runner's test hook) gives
-   TTP_ERR_GPU_LOST, never a wrong result, and every later call is refused with that status.
+   TTP_ERR_GPU_LOST, never a wrong result, and every later call is refused with that status. The
+   files path likewise: the rows reported before a refused batch are a whole run's prefix.
    The unrecoverable fault comes last: it leaves the process's CUDA context unusable.
    Usage: test_gpu_faults. Skipped (77) without a GPU. */
 #include <cuda_runtime_api.h>
@@ -110,6 +111,46 @@ static void refused_batch(const char* dir, ttp_engine engine, const uint8_t* ima
   free(ref), free(got);
 }
 
+/* ttp_classify_files' rows: each file's result in order. */
+typedef struct rows {
+  size_t next;
+  ttp_result results[IMAGES];
+} rows;
+
+static void on_file(void* user, size_t index, const char* path, const ttp_result* r,
+                    const float* probs, const char* error) {
+  rows* w = user;
+  (void)probs;
+  CHECK(index == w->next && r && !error, "file %zu (%s): out of order or failed: %s", index, path,
+        error ? error : "");
+  w->results[w->next++] = *r;
+}
+
+/* The files path: a batch refused mid-run stops it with an error naming the batch; the rows
+   reported before are a prefix of a whole run's, bit for bit. */
+static void refused_files(const char* dir, ttp_engine engine, char** paths) {
+  static rows ref, got;
+  ttp_pipeline* p = NULL;
+  CHECK(open_engine(dir, engine, BATCH, &p) == TTP_OK, "%s", ttp_last_error(p));
+  ref.next = 0;
+  CHECK(ttp_classify_files(p, (const char* const*)paths, IMAGES, NULL, 2, on_file, &ref, NULL) ==
+            TTP_OK, "%s", ttp_last_error(p));
+  CHECK(ref.next == IMAGES, "%zu rows of %d", ref.next, IMAGES);
+  gpu_refuse_batch = 2;
+  got.next = 0;
+  const ttp_status st =
+      ttp_classify_files(p, (const char* const*)paths, IMAGES, NULL, 2, on_file, &got, NULL);
+  CHECK(gpu_refuse_batch == -1, "the hook did not strike");
+  CHECK(st == TTP_ERR_CUDA, "%s: %s", ttp_status_string(st), ttp_last_error(p));
+  EXPECT_MESSAGE(ttp_last_error(p), "classifying files, ", "of this pipeline (64 images)");
+  CHECK(got.next <= 2 * BATCH, "%zu rows: more than the batches before the refused one", got.next);
+  CHECK(memcmp(got.results, ref.results, got.next * sizeof *got.results) == 0,
+        "the rows before the refused batch differ from a whole run's");
+  printf("%s, files, a batch refused: %s (%zu rows, a prefix of a whole run's)\n",
+         name_of(engine), ttp_last_error(p), got.next);
+  ttp_close(p);
+}
+
 static void lost_gpu(const char* dir, ttp_engine engine, const uint8_t* images) {
   ttp_result *ref, *got;
   ttp_pipeline* p = open_with_reference(dir, engine, images, &ref, &got);
@@ -147,11 +188,22 @@ int main(void) {
   CHECK(images, "out of memory");
   test_rng rng = {16};
   for (size_t i = 0; i < (size_t)IMAGES * 784; i++) images[i] = (uint8_t)test_int(&rng, 0, 255);
+  char** paths = malloc(IMAGES * sizeof *paths);
+  CHECK(paths, "out of memory");
+  for (int i = 0; i < IMAGES; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "f%03d.png", i);
+    paths[i] = strdup(test_path(dir, name));
+    fixture_png(paths[i], 28, 28, 1, images + (size_t)i * 784);
+  }
   const ttp_engine engines[] = {TTP_ENGINE_CUDNN, TTP_ENGINE_FUSED};
   for (int k = 0; k < 2; k++) {
     out_of_memory(dir, engines[k], images);
     refused_batch(dir, engines[k], images);
+    refused_files(dir, engines[k], paths);
   }
+  for (int i = 0; i < IMAGES; i++) free(paths[i]);
+  free(paths);
   lost_gpu(dir, TTP_ENGINE_FUSED, images); /* last: the context is unusable after it */
   test_remove_tree(dir);
   free(dir);
