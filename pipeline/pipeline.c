@@ -6,6 +6,7 @@
 
 #include "../augment/tta.h"
 #include "../io/model_mnistcudnn.h"
+#include "../io/model_onnx.h"
 #include "cpu/cpu_engine.h"
 #include "pipeline_internal.h"
 
@@ -178,10 +179,16 @@ static ttp_status open_engine(ttp_pipeline* p, char* fallback, size_t size) {
 static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
   if (!options) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no options given");
   TRY(take_options(p, options));
-  TRY(io_load_mnistcudnn(p->options.model_dir, &p->model, &p->err));
-  if (p->model->input.c != 1)
-    return ERR(&p->err, TTP_ERR_MODEL, "%s: the model takes %d channels; ttapipe classifies grey "
-               "images (1 channel)", p->options.model_dir, p->model->input.c);
+  const char* path = p->options.model_dir;
+  const size_t len = strlen(path);
+  if (len > 5 && strcmp(path + len - 5, ".onnx") == 0)
+    TRY(io_load_onnx(path, &p->model, &p->err));
+  else
+    TRY(io_load_mnistcudnn(path, &p->model, &p->err));
+  const model_shape in = p->model->input;
+  if (in.c != 1 || in.h != 28 || in.w != 28)
+    return ERR(&p->err, TTP_ERR_MODEL, "%s: the model takes %dx%dx%d inputs; ttapipe classifies "
+               "1x28x28 images (one grey channel) for now", path, in.c, in.h, in.w);
   TRY(describe_model(p));
   char fallback[1024];
   TRY(open_engine(p, fallback, sizeof fallback));

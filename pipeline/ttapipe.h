@@ -213,8 +213,8 @@ typedef enum ttp_plan {
 
 typedef struct ttp_options {
   size_t struct_size;    /* sizeof(ttp_options) as the caller compiled it; ttp_options_init sets it */
-  const char* model_dir; /* a directory in the mnistCUDNN layout (see "Models"); required; read
-                            during ttp_open only */
+  const char* model_dir; /* a directory in the mnistCUDNN layout, or an ONNX file (a path that
+                            ends in ".onnx"; see "Models"); required; read during ttp_open only */
   ttp_engine engine;     /* default TTP_ENGINE_AUTO */
   int threads;           /* worker threads of the CPU engine, 1..256; 0 (default) = one per
                             online core */
@@ -270,7 +270,10 @@ const char* ttp_last_error(const ttp_pipeline* p);
  *     conv1 5x5 + bias -> maxpool 2x2/2 -> conv2 5x5 + bias -> maxpool 2x2/2 -> ip1 + bias -> relu
  *     -> lrn (n=5, alpha=1e-4, beta=0.75, k=1) -> ip2 + bias -> softmax
  * An optional labels.txt gives one class name per line (as many lines as classes). Missing,
- * short or over-long files and NaN or infinite weights are refused. */
+ * short or over-long files and NaN or infinite weights are refused.
+ * Or an ONNX file: a chain of Conv, MaxPool, Relu, Gemm, Flatten, Reshape, LRN, Softmax (Dropout
+ * and Identity dropped) on a 1x28x28 input for now, every weight an initializer in the file; a
+ * graph that ends in logits gets a softmax. Anything else is refused naming the node. */
 
 typedef struct ttp_model_info {
   int input_channels, input_rows, input_cols; /* the input image: 1 x 28 x 28 */

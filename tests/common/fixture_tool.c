@@ -4,12 +4,14 @@
      ttp_fixture labels PATH COUNT CLASSES SEED [gz]   an IDX label file
      ttp_fixture pgm PATH ROWS COLS SEED               a binary PGM of random pixels
      ttp_fixture gallery DIR                           images of every kind, good and bad (below)
-     ttp_fixture drawn DIR IMAGES LABELS               20 MNIST digits drawn dark on white */
+     ttp_fixture drawn DIR IMAGES LABELS               20 MNIST digits drawn dark on white
+     ttp_fixture onnx MODEL_DIR PATH                   a model directory written as ONNX */
 #include <string.h>
 #include <sys/stat.h>
 
 #include "check.h"
 #include "fixtures.h"
+#include "io/model_mnistcudnn.h"
 #include "io/preprocess.h"
 #include "ttapipe.h"
 
@@ -110,7 +112,13 @@ static uint8_t* random_bytes(uint64_t seed, size_t n, int below) {
 
 int main(int argc, char** argv) {
   const char* what = argc > 1 ? argv[1] : "";
-  if (strcmp(what, "model") == 0 && argc == 4) {
+  if (strcmp(what, "onnx") == 0 && argc == 4) {
+    ttp_err e = {0};
+    model* m = NULL;
+    CHECK(io_load_mnistcudnn(argv[2], &m, &e) == TTP_OK, "%s", e.message);
+    fixture_onnx(m, argv[3], 0);
+    model_free(m);
+  } else if (strcmp(what, "model") == 0 && argc == 4) {
     mkdir(argv[2], 0755);
     fixture_model_dir(argv[2], (uint64_t)arg(argv, 3));
   } else if (strcmp(what, "images") == 0 && (argc == 7 || argc == 8)) {

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pipeline/model.h"
 #include "ttapipe.h"
 
 typedef struct fixture_file {
@@ -72,5 +73,24 @@ ttp_pipeline* fixture_open(const char* model_dir, ttp_engine engine, const ttp_t
 /* A drawing: a thick ring and a bar, light strokes on a dark ground (or the reverse), with a
    little noise, w x h x channels bytes (alpha, if any, opaque). */
 void fixture_drawing(uint8_t* pixels, int w, int h, int channels, int light_ground, uint64_t seed);
+
+/* An ONNX file (tests/common/onnx_writer.c) of model m's layers as an exporter writes them: a
+   chain of Conv, MaxPool, Gemm (transB 1), Relu, LRN, Softmax nodes, float32 initializers as raw
+   bytes, opset 13, input [N, C, H, W] with N named. The variant's flags change that: */
+enum {
+  FIXTURE_ONNX_TYPED = 1,        /* initializers as float_data */
+  FIXTURE_ONNX_TRANSB0 = 2,      /* Gemm weights [in][out], transB 0 */
+  FIXTURE_ONNX_EXTRAS = 4,       /* Flatten, Dropout, Identity nodes, Gemm's alpha given */
+  FIXTURE_ONNX_NO_SOFTMAX = 8,   /* the graph ends in logits */
+  /* breakages: */
+  FIXTURE_ONNX_MISSING = 16,     /* the first layer's weights are no initializer */
+  FIXTURE_ONNX_BAD_OP = 32,      /* a Tanh node ("squash") after the first layer */
+  FIXTURE_ONNX_NOT_CHAIN = 64,   /* a node ("astray") that takes the graph input again */
+  FIXTURE_ONNX_DYNAMIC = 128,    /* the rows a named dimension */
+  FIXTURE_ONNX_BIG = 256,        /* 100 rows */
+  FIXTURE_ONNX_OPSET99 = 512,    /* opset 99 */
+  FIXTURE_ONNX_EXTERNAL = 1024   /* initializers marked as stored outside the file */
+};
+void fixture_onnx(const model* m, const char* path, unsigned variant);
 
 #endif

@@ -1,0 +1,428 @@
+/* Reads an ONNX model (a chain of supported operators) into a model: see model_onnx.h. The
+   protobuf parser is protoc-c's, generated at build time from Debian's onnx.proto. */
+#include "model_onnx.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "file.h"
+#include "onnx.pb-c.h"
+
+enum { OPSET_LOW = 7, OPSET_HIGH = 21, INPUT_LOW = 8, INPUT_HIGH = 64 };
+
+/* What a node of the chain became: the layer it added (NULL for those dropped or folded) and the
+   initializers its weights and bias come from. */
+typedef struct planned {
+  int layer; /* its index in the model (model_add may move the layers), or -1 */
+  const Onnx__TensorProto *weights, *bias;
+  int transpose; /* Gemm with transB = 0: B is [in][out] */
+} planned;
+
+typedef struct reader {
+  const char* path;
+  const Onnx__GraphProto* g;
+  model* m;
+  planned* plan;
+  ttp_err* e;
+} reader;
+
+static const Onnx__TensorProto* initializer(const reader* r, const char* name) {
+  for (size_t i = 0; i < r->g->n_initializer; i++)
+    if (r->g->initializer[i]->name && strcmp(r->g->initializer[i]->name, name) == 0)
+      return r->g->initializer[i];
+  return NULL;
+}
+
+static const Onnx__AttributeProto* attribute(const Onnx__NodeProto* n, const char* name) {
+  for (size_t i = 0; i < n->n_attribute; i++)
+    if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0) return n->attribute[i];
+  return NULL;
+}
+
+static int64_t int_attr(const Onnx__NodeProto* n, const char* name, int64_t fallback) {
+  const Onnx__AttributeProto* a = attribute(n, name);
+  return a && a->has_i ? a->i : fallback;
+}
+
+static float float_attr(const Onnx__NodeProto* n, const char* name, float fallback) {
+  const Onnx__AttributeProto* a = attribute(n, name);
+  return a && a->has_f ? a->f : fallback;
+}
+
+/* Node k's error: "FILE: node k 'NAME' (OP): why". */
+static ttp_status node_error(const reader* r, size_t k, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static ttp_status node_error(const reader* r, size_t k, const char* fmt, ...) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  char why[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  return ERR(r->e, TTP_ERR_MODEL, "%s: node %zu '%s' (%s): %s", r->path, k,
+             n->name ? n->name : "", n->op_type ? n->op_type : "?", why);
+}
+
+/* An INTS attribute whose values must all be `want` (absent: fine). */
+static int all_ints(const Onnx__NodeProto* n, const char* name, int64_t want) {
+  const Onnx__AttributeProto* a = attribute(n, name);
+  for (size_t i = 0; a && i < a->n_ints; i++)
+    if (a->ints[i] != want) return 0;
+  return 1;
+}
+
+/* The two values of a 2-D INTS attribute (strides, kernel_shape): both given, or fallback. */
+static int pair_attr(const Onnx__NodeProto* n, const char* name, int64_t fallback, int64_t v[2]) {
+  const Onnx__AttributeProto* a = attribute(n, name);
+  if (!a) return v[0] = v[1] = fallback, 1;
+  if (a->n_ints != 2) return 0;
+  return v[0] = a->ints[0], v[1] = a->ints[1], 1;
+}
+
+static model_layer* add(reader* r, size_t k, model_op op) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  char name[32];
+  if (n->name && n->name[0])
+    snprintf(name, sizeof name, "%s", n->name);
+  else
+    snprintf(name, sizeof name, "%s%zu", model_op_name(op), k);
+  model_layer* l = model_add(r->m, op, name, r->e);
+  r->plan[k].layer = l ? r->m->layer_count - 1 : -1;
+  return l;
+}
+
+static int small_int(int64_t v, int lo, int hi) { return v >= lo && v <= hi; }
+
+static ttp_status conv_node(reader* r, size_t k) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  if (n->n_input < 2) return node_error(r, k, "no weights");
+  const Onnx__TensorProto* w = initializer(r, n->input[1]);
+  if (!w) return node_error(r, k, "its weights '%s' are not an initializer", n->input[1]);
+  if (w->n_dims != 4 || !small_int(w->dims[0], 1, 4096) || !small_int(w->dims[2], 1, 64) ||
+      !small_int(w->dims[3], 1, 64))
+    return node_error(r, k, "weights of %zu dimensions, or of sizes out of range (K 1..4096, "
+                      "R and S 1..64)", w->n_dims);
+  const Onnx__TensorProto* b = NULL;
+  if (n->n_input > 2 && n->input[2][0] && !(b = initializer(r, n->input[2])))
+    return node_error(r, k, "its bias '%s' is not an initializer", n->input[2]);
+  if (int_attr(n, "group", 1) != 1) return node_error(r, k, "groups other than 1");
+  if (!all_ints(n, "dilations", 1)) return node_error(r, k, "dilations other than 1");
+  const Onnx__AttributeProto* ap = attribute(n, "auto_pad");
+  if (ap && ap->has_s && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0))
+    return node_error(r, k, "auto_pad: give the pads");
+  int64_t stride[2], kernel[2] = {w->dims[2], w->dims[3]};
+  if (!pair_attr(n, "strides", 1, stride) || stride[0] != stride[1] || !small_int(stride[0], 1, 8))
+    return node_error(r, k, "strides: equal in both directions, 1..8");
+  int64_t given[2];
+  if (!pair_attr(n, "kernel_shape", kernel[0], given) || (attribute(n, "kernel_shape") &&
+                                                          (given[0] != kernel[0] || given[1] != kernel[1])))
+    return node_error(r, k, "kernel_shape differs from the weights' %lldx%lld",
+                      (long long)kernel[0], (long long)kernel[1]);
+  const Onnx__AttributeProto* pads = attribute(n, "pads");
+  int64_t pad = 0;
+  if (pads) {
+    if (pads->n_ints != 4) return node_error(r, k, "pads of %zu values, not 4", pads->n_ints);
+    pad = pads->ints[0];
+    for (int i = 1; i < 4; i++)
+      if (pads->ints[i] != pad) return node_error(r, k, "pads other than equal on every side");
+    if (!small_int(pad, 0, 8)) return node_error(r, k, "padding %lld: 0..8", (long long)pad);
+  }
+  model_layer* l = add(r, k, MODEL_CONV);
+  if (!l) return r->e->status;
+  l->p.conv.k = (int)w->dims[0], l->p.conv.r = (int)kernel[0], l->p.conv.s = (int)kernel[1];
+  l->p.conv.stride = (int)stride[0], l->p.conv.pad = (int)pad;
+  r->plan[k].weights = w, r->plan[k].bias = b;
+  return TTP_OK;
+}
+
+static ttp_status maxpool_node(reader* r, size_t k) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  int64_t kernel[2], stride[2];
+  if (!attribute(n, "kernel_shape") || !pair_attr(n, "kernel_shape", 1, kernel) ||
+      !small_int(kernel[0], 1, 16) || !small_int(kernel[1], 1, 16))
+    return node_error(r, k, "kernel_shape: two sizes of 1..16");
+  if (!pair_attr(n, "strides", 1, stride) || stride[0] != stride[1] || !small_int(stride[0], 1, 16))
+    return node_error(r, k, "strides: equal in both directions, 1..16");
+  if (!all_ints(n, "pads", 0)) return node_error(r, k, "padding");
+  if (!all_ints(n, "dilations", 1)) return node_error(r, k, "dilations other than 1");
+  if (int_attr(n, "ceil_mode", 0) != 0) return node_error(r, k, "ceil_mode");
+  if (n->n_output > 1) return node_error(r, k, "the indices output");
+  model_layer* l = add(r, k, MODEL_MAXPOOL);
+  if (!l) return r->e->status;
+  l->p.pool.r = (int)kernel[0], l->p.pool.s = (int)kernel[1], l->p.pool.stride = (int)stride[0];
+  return TTP_OK;
+}
+
+static ttp_status gemm_node(reader* r, size_t k) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  if (n->n_input < 2) return node_error(r, k, "no weights");
+  if (int_attr(n, "transA", 0) != 0) return node_error(r, k, "transA");
+  if (float_attr(n, "alpha", 1.0f) != 1.0f || float_attr(n, "beta", 1.0f) != 1.0f)
+    return node_error(r, k, "alpha or beta other than 1");
+  const Onnx__TensorProto* w = initializer(r, n->input[1]);
+  if (!w) return node_error(r, k, "its weights '%s' are not an initializer", n->input[1]);
+  const int transpose = int_attr(n, "transB", 0) == 0;
+  if (w->n_dims != 2 || !small_int(w->dims[0], 1, 1 << 20) || !small_int(w->dims[1], 1, 1 << 20))
+    return node_error(r, k, "weights of %zu dimensions, or of sizes out of range", w->n_dims);
+  const Onnx__TensorProto* b = NULL;
+  if (n->n_input > 2 && n->input[2][0] && !(b = initializer(r, n->input[2])))
+    return node_error(r, k, "its bias '%s' is not an initializer", n->input[2]);
+  model_layer* l = add(r, k, MODEL_FC);
+  if (!l) return r->e->status;
+  l->p.fc.out = (int)w->dims[transpose ? 1 : 0];
+  r->plan[k].weights = w, r->plan[k].bias = b, r->plan[k].transpose = transpose;
+  return TTP_OK;
+}
+
+/* Reshape to one row an image ([N, -1], [1, C*H*W], ...): nothing to do in a CHW model. The
+   shape an initializer of two int64 (typed or raw, as PyTorch writes it). */
+static ttp_status reshape_node(reader* r, size_t k, int flat_size) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  const Onnx__TensorProto* shape = n->n_input > 1 ? initializer(r, n->input[1]) : NULL;
+  int64_t v[2];
+  if (shape && shape->n_int64_data == 2) {
+    v[0] = shape->int64_data[0], v[1] = shape->int64_data[1];
+  } else if (shape && shape->has_raw_data && shape->raw_data.len == 16 &&
+             shape->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) {
+    for (int i = 0; i < 2; i++) {
+      uint64_t u = 0;
+      for (int b = 7; b >= 0; b--) u = u << 8 | shape->raw_data.data[8 * i + b];
+      memcpy(&v[i], &u, sizeof u);
+    }
+  } else {
+    return node_error(r, k, "a shape that is not a static initializer of two int64 values");
+  }
+  if (!(v[0] == 1 || v[0] == -1 || v[0] == 0) || !(v[1] == -1 || v[1] == flat_size))
+    return node_error(r, k, "a shape other than one row of %d values an image", flat_size);
+  return TTP_OK;
+}
+
+/* One node of the chain; *flat: whether the tensor is one row an image (after Gemm). */
+static ttp_status node_layer(reader* r, size_t k, int* flat) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  const char* op = n->op_type ? n->op_type : "";
+  if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+    return node_error(r, k, "operator domain '%s'", n->domain);
+  if (strcmp(op, "Conv") == 0) return conv_node(r, k);
+  if (strcmp(op, "MaxPool") == 0) return maxpool_node(r, k);
+  if (strcmp(op, "Relu") == 0) return add(r, k, MODEL_RELU) ? TTP_OK : r->e->status;
+  if (strcmp(op, "Gemm") == 0) {
+    *flat = 1;
+    return gemm_node(r, k);
+  }
+  if (strcmp(op, "LRN") == 0) {
+    const int64_t size = int_attr(n, "size", 0);
+    if (!small_int(size, 1, 15)) return node_error(r, k, "size %lld: 1..15", (long long)size);
+    model_layer* l = add(r, k, MODEL_LRN);
+    if (!l) return r->e->status;
+    l->p.lrn.n = (int)size, l->p.lrn.alpha = float_attr(n, "alpha", 1e-4f);
+    l->p.lrn.beta = float_attr(n, "beta", 0.75f), l->p.lrn.k = float_attr(n, "bias", 1.0f);
+    return TTP_OK;
+  }
+  if (strcmp(op, "Softmax") == 0) {
+    if (!*flat) return node_error(r, k, "softmax over a tensor that is not one row an image");
+    return add(r, k, MODEL_SOFTMAX) ? TTP_OK : r->e->status;
+  }
+  if (strcmp(op, "Flatten") == 0) {
+    if (int_attr(n, "axis", 1) != 1) return node_error(r, k, "an axis other than 1");
+    *flat = 1;
+    return TTP_OK;
+  }
+  if (strcmp(op, "Reshape") == 0) {
+    TRY(model_infer_shapes(r->m, r->e)); /* the size flattened so far */
+    const model_shape s = r->m->layer_count ? r->m->layers[r->m->layer_count - 1].out : r->m->input;
+    *flat = 1;
+    return reshape_node(r, k, (int)model_shape_size(s));
+  }
+  if (strcmp(op, "Dropout") == 0 || strcmp(op, "Identity") == 0) return TTP_OK;
+  return node_error(r, k, "operator not supported (ttapipe's: Conv, MaxPool, Relu, Gemm, "
+                    "Flatten, Reshape, LRN, Softmax, Dropout, Identity)");
+}
+
+/* The single graph input that is not an initializer, as C x H x W. */
+static ttp_status input_shape(const reader* r, model_shape* s, const char** name) {
+  const Onnx__ValueInfoProto* in = NULL;
+  for (size_t i = 0; i < r->g->n_input; i++) {
+    if (r->g->input[i]->name && initializer(r, r->g->input[i]->name)) continue;
+    if (in) return ERR(r->e, TTP_ERR_MODEL, "%s: more than one graph input", r->path);
+    in = r->g->input[i];
+  }
+  if (!in || !in->name) return ERR(r->e, TTP_ERR_MODEL, "%s: no graph input", r->path);
+  const Onnx__TypeProto* t = in->type;
+  if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type ||
+      t->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || !t->tensor_type->shape)
+    return ERR(r->e, TTP_ERR_MODEL, "%s: input '%s' is not a float32 tensor of known rank",
+               r->path, in->name);
+  const Onnx__TensorShapeProto* sh = t->tensor_type->shape;
+  if (sh->n_dim != 3 && sh->n_dim != 4)
+    return ERR(r->e, TTP_ERR_MODEL, "%s: input '%s' has %zu dimensions, not [N,] C, H, W",
+               r->path, in->name, sh->n_dim);
+  int64_t v[3];
+  for (int i = 0; i < 3; i++) {
+    const Onnx__TensorShapeProto__Dimension* d = sh->dim[sh->n_dim - 3 + i];
+    if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+      return ERR(r->e, TTP_ERR_MODEL, "%s: input '%s' has a dynamic shape ('%s'): export it "
+                 "with fixed channels, rows and columns", r->path, in->name,
+                 d->dim_param ? d->dim_param : "?");
+    v[i] = d->dim_value;
+  }
+  if (!(v[0] == 1 || v[0] == 3) || !small_int(v[1], INPUT_LOW, INPUT_HIGH) ||
+      !small_int(v[2], INPUT_LOW, INPUT_HIGH))
+    return ERR(r->e, TTP_ERR_MODEL, "%s: input %lldx%lldx%lld: ttapipe takes 1 or 3 channels of "
+               "%dx%d to %dx%d", r->path, (long long)v[0], (long long)v[1], (long long)v[2],
+               INPUT_LOW, INPUT_LOW, INPUT_HIGH, INPUT_HIGH);
+  *s = (model_shape){(int)v[0], (int)v[1], (int)v[2]};
+  *name = in->name;
+  return TTP_OK;
+}
+
+/* An initializer's count values as floats (float32 or float16; raw or typed), checked finite. */
+static ttp_status tensor_floats(const reader* r, const Onnx__TensorProto* t, size_t count,
+                                int transpose, int rows, float** out) {
+  const char* name = t->name ? t->name : "";
+  if (t->n_external_data || (t->has_data_location &&
+                             t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+    return ERR(r->e, TTP_ERR_MODEL, "%s: initializer '%s' is stored outside the file", r->path, name);
+  size_t n = 1;
+  for (size_t i = 0; i < t->n_dims; i++) n *= t->dims[i] > 0 ? (size_t)t->dims[i] : 0;
+  if (n != count)
+    return ERR(r->e, TTP_ERR_MODEL, "%s: initializer '%s' holds %zu values where its layer needs "
+               "%zu", r->path, name, n, count);
+  const int half = t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
+  if (t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !half)
+    return ERR(r->e, TTP_ERR_MODEL, "%s: initializer '%s' is of data type %d, not float32 or "
+               "float16", r->path, name, t->data_type);
+  const size_t elem = half ? 2 : 4;
+  const int raw = t->has_raw_data && t->raw_data.len > 0;
+  const size_t have = raw ? t->raw_data.len / elem : half ? t->n_int32_data : t->n_float_data;
+  if (have != count || (raw && t->raw_data.len % elem))
+    return ERR(r->e, TTP_ERR_MODEL, "%s: initializer '%s' stores %zu values for %zu", r->path,
+               name, have, count);
+  float* v = malloc(count * sizeof *v);
+  if (!v) return ERR_NOMEM(r->e, count * sizeof *v);
+  for (size_t i = 0; i < count; i++) {
+    float f;
+    if (half) {
+      const uint32_t h = raw ? (uint32_t)t->raw_data.data[2 * i] | (uint32_t)t->raw_data.data[2 * i + 1] << 8
+                             : (uint32_t)t->int32_data[i] & 0xffffu;
+      const uint32_t sign = (h >> 15) << 31, exp = h >> 10 & 31, man = h & 1023;
+      if (exp == 31) {
+        f = NAN;
+      } else if (exp == 0) {
+        f = ldexpf((float)man, -24);
+        if (sign) f = -f;
+      } else {
+        const uint32_t bits = sign | (exp + 112) << 23 | man << 13;
+        memcpy(&f, &bits, sizeof f);
+      }
+    } else if (raw) {
+      const uint8_t* b = t->raw_data.data + 4 * i;
+      const uint32_t bits = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                            (uint32_t)b[3] << 24;
+      memcpy(&f, &bits, sizeof f);
+    } else {
+      f = t->float_data[i];
+    }
+    if (!isfinite(f)) {
+      free(v);
+      return ERR(r->e, TTP_ERR_MODEL, "%s: initializer '%s': value %zu is not finite", r->path,
+                 name, i);
+    }
+    /* Gemm's B as [in][out] (transB = 0, rows = in): ours is [out][in]. */
+    const size_t cols = count / (size_t)rows;
+    const size_t at = transpose ? i % cols * (size_t)rows + i / cols : i;
+    v[at] = f;
+  }
+  *out = v;
+  return TTP_OK;
+}
+
+static ttp_status read_graph(reader* r) {
+  const Onnx__GraphProto* g = r->g;
+  model_shape input;
+  const char* current = "";
+  TRY(input_shape(r, &input, &current));
+  r->m = model_new(input, r->e);
+  if (!r->m) return r->e->status;
+  r->plan = calloc(g->n_node ? g->n_node : 1, sizeof *r->plan);
+  if (!r->plan) return ERR_NOMEM(r->e, g->n_node * sizeof *r->plan);
+  for (size_t k = 0; k < g->n_node; k++) r->plan[k].layer = -1;
+  int flat = 0;
+  for (size_t k = 0; k < g->n_node; k++) {
+    const Onnx__NodeProto* n = g->node[k];
+    if (n->n_input < 1 || !n->input[0] || strcmp(n->input[0], current) != 0)
+      return node_error(r, k, "not a chain: it does not take '%s', the previous node's output",
+                        current);
+    if (n->n_output < 1 || !n->output[0] || !n->output[0][0])
+      return node_error(r, k, "no output");
+    TRY(node_layer(r, k, &flat));
+    current = n->output[0];
+  }
+  if (g->n_output != 1 || !g->output[0]->name || strcmp(g->output[0]->name, current) != 0)
+    return ERR(r->e, TTP_ERR_MODEL, "%s: the graph's output is not its last node's ('%s')",
+               r->path, current);
+  if (r->m->layer_count == 0 || r->m->layers[r->m->layer_count - 1].op != MODEL_SOFTMAX) {
+    if (!flat) return ERR(r->e, TTP_ERR_MODEL, "%s: the graph does not end in one row an image", r->path);
+    if (!model_add(r->m, MODEL_SOFTMAX, "softmax (added)", r->e)) return r->e->status;
+  }
+  TRY(model_infer_shapes(r->m, r->e));
+  for (size_t k = 0; k < g->n_node; k++) {
+    if (r->plan[k].layer < 0 || !r->plan[k].weights) continue;
+    model_layer* l = &r->m->layers[r->plan[k].layer];
+    TRY(tensor_floats(r, r->plan[k].weights, l->weight_count, r->plan[k].transpose,
+                      l->op == MODEL_FC ? l->in.c * l->in.h * l->in.w : 1, &l->weights));
+    if (r->plan[k].bias) {
+      TRY(tensor_floats(r, r->plan[k].bias, l->bias_count, 0, 1, &l->bias));
+    } else { /* no bias: zeros */
+      l->bias = calloc(l->bias_count ? l->bias_count : 1, sizeof *l->bias);
+      if (!l->bias) return ERR_NOMEM(r->e, l->bias_count * sizeof *l->bias);
+    }
+  }
+  return model_check(r->m, r->e);
+}
+
+static ttp_status check_opset(const reader* r, const Onnx__ModelProto* mp) {
+  for (size_t i = 0; i < mp->n_opset_import; i++) {
+    const Onnx__OperatorSetIdProto* o = mp->opset_import[i];
+    if (o->domain && o->domain[0] && strcmp(o->domain, "ai.onnx") != 0) continue;
+    if (!o->has_version || o->version < OPSET_LOW || o->version > OPSET_HIGH)
+      return ERR(r->e, TTP_ERR_MODEL, "%s: opset %lld of the default domain: ttapipe reads %d to %d",
+                 r->path, (long long)o->version, OPSET_LOW, OPSET_HIGH);
+    return TTP_OK;
+  }
+  return ERR(r->e, TTP_ERR_MODEL, "%s: no opset of the default domain", r->path);
+}
+
+ttp_status io_load_onnx(const char* path, model** out, ttp_err* e) {
+  *out = NULL;
+  uint8_t* data;
+  size_t size;
+  TRY(io_read_file(path, ONNX_MAX_BYTES, &data, &size, e));
+  if (size == 0) {
+    free(data);
+    return ERR(e, TTP_ERR_FORMAT, "%s: empty file", path);
+  }
+  Onnx__ModelProto* mp = onnx__model_proto__unpack(NULL, size, data);
+  free(data);
+  if (!mp) return ERR(e, TTP_ERR_FORMAT, "%s: not an ONNX model (the protobuf does not parse)", path);
+  reader r = {.path = path, .g = mp->graph, .e = e};
+  ttp_status s = mp->graph ? check_opset(&r, mp)
+                           : ERR(e, TTP_ERR_FORMAT, "%s: not an ONNX model (no graph)", path);
+  if (s == TTP_OK) s = read_graph(&r);
+  free(r.plan);
+  onnx__model_proto__free_unpacked(mp, NULL);
+  if (s != TTP_OK) {
+    model_free(r.m);
+    return s;
+  }
+  *out = r.m;
+  return TTP_OK;
+}

@@ -1,0 +1,171 @@
+/* ONNX models (io/model_onnx.c). A model written as ONNX (tests/common/onnx_writer.c) in the
+   variants an exporter may write (raw or typed initializers, Gemm's weights either way round,
+   Flatten/Dropout/Identity nodes, logits without a softmax) reads back as the same layers and
+   weights, bit for bit, and classifies on the CPU engine as its mnistCUDNN directory does (the
+   LRN's constants pass through float32 in ONNX: within 1e-6). Breakages are refused in one line
+   naming the file and, where one is to blame, the node and its operator. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/model_mnistcudnn.h"
+#include "io/model_onnx.h"
+#include "tests/common/check.h"
+#include "tests/common/fixtures.h"
+#include "ttapipe.h"
+
+enum { IMAGES = 37 };
+
+static void same_layers(const model* a, const model* b, unsigned variant) {
+  CHECK(a->layer_count == b->layer_count, "variant %u: %d layers, not %d", variant,
+        b->layer_count, a->layer_count);
+  for (int i = 0; i < a->layer_count; i++) {
+    const model_layer *x = &a->layers[i], *y = &b->layers[i];
+    CHECK(x->op == y->op, "variant %u: layer %d is %s, not %s", variant, i, model_op_name(y->op),
+          model_op_name(x->op));
+    CHECK(x->weight_count == y->weight_count && x->bias_count == y->bias_count,
+          "variant %u: layer %d's sizes", variant, i);
+    if (x->weight_count)
+      CHECK(memcmp(x->weights, y->weights, x->weight_count * sizeof *x->weights) == 0 &&
+                memcmp(x->bias, y->bias, x->bias_count * sizeof *x->bias) == 0,
+            "variant %u: layer %s's weights differ", variant, x->name);
+    if (x->op == MODEL_CONV)
+      CHECK(memcmp(&x->p.conv, &y->p.conv, sizeof x->p.conv) == 0, "variant %u: conv %s", variant,
+            x->name);
+    if (x->op == MODEL_MAXPOOL)
+      CHECK(memcmp(&x->p.pool, &y->p.pool, sizeof x->p.pool) == 0, "variant %u: pool %s", variant,
+            x->name);
+    if (x->op == MODEL_FC) CHECK(x->p.fc.out == y->p.fc.out, "variant %u: fc %s", variant, x->name);
+    if (x->op == MODEL_LRN)
+      CHECK(x->p.lrn.n == y->p.lrn.n && y->p.lrn.alpha == (float)x->p.lrn.alpha &&
+                y->p.lrn.beta == (float)x->p.lrn.beta && y->p.lrn.k == (float)x->p.lrn.k,
+            "variant %u: lrn %s's parameters", variant, x->name);
+  }
+}
+
+static void classify(const char* model_path, const uint8_t* images, ttp_result* results,
+                     float* probs) {
+  ttp_pipeline* p = fixture_open(model_path, TTP_ENGINE_CPU, NULL);
+  memset(results, 0xa5, IMAGES * sizeof *results);
+  CHECK(ttp_classify(p, images, IMAGES, results, probs) == TTP_OK, "%s", ttp_last_error(p));
+  ttp_close(p);
+}
+
+static void refused(const char* path, const char* what, const char* f1, const char* f2) {
+  model* m = (model*)1;
+  ttp_err e = {0};
+  CHECK(io_load_onnx(path, &m, &e) != TTP_OK, "%s: accepted", what);
+  CHECK(m == NULL, "%s: a model returned with the failure", what);
+  CHECK(!strchr(e.message, '\n'), "%s: more than one line", what);
+  const char* name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  EXPECT_MESSAGE(e.message, name, f1, f2);
+  printf("  %s: %s\n", what, e.message);
+}
+
+int main(void) {
+  char* dir = strdup(test_make_dir());
+  fixture_model_dir(dir, 21);
+  ttp_err e = {0};
+  model* ref = NULL;
+  CHECK(io_load_mnistcudnn(dir, &ref, &e) == TTP_OK, "%s", e.message);
+  uint8_t* images = malloc((size_t)IMAGES * 784);
+  CHECK(images, "out of memory");
+  test_rng rng = {21};
+  for (size_t i = 0; i < (size_t)IMAGES * 784; i++) images[i] = (uint8_t)test_int(&rng, 0, 255);
+  ttp_result want[IMAGES], got[IMAGES];
+  static float want_p[IMAGES * 10], got_p[IMAGES * 10];
+  classify(dir, images, want, want_p);
+
+  const unsigned variants[] = {0, FIXTURE_ONNX_TYPED, FIXTURE_ONNX_TRANSB0 | FIXTURE_ONNX_EXTRAS,
+                               FIXTURE_ONNX_NO_SOFTMAX};
+  for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+    char name[64];
+    snprintf(name, sizeof name, "variant%u.onnx", variants[v]);
+    const char* path = test_path(dir, name);
+    fixture_onnx(ref, path, variants[v]);
+    model* m = NULL;
+    CHECK(io_load_onnx(path, &m, &e) == TTP_OK, "variant %u: %s", variants[v], e.message);
+    same_layers(ref, m, variants[v]);
+    if (variants[v] & FIXTURE_ONNX_NO_SOFTMAX)
+      CHECK(strcmp(m->layers[m->layer_count - 1].name, "softmax (added)") == 0,
+            "logits: the softmax not added");
+    model_free(m);
+    classify(path, images, got, got_p);
+    double worst = 0;
+    for (int i = 0; i < IMAGES; i++) {
+      CHECK(got[i].class_index == want[i].class_index, "variant %u, image %d: class %d, not %d",
+            variants[v], i, got[i].class_index, want[i].class_index);
+      for (int k = 0; k < 10; k++) {
+        const double d = got_p[i * 10 + k] - want_p[i * 10 + k];
+        if (d > worst) worst = d;
+        if (-d > worst) worst = -d;
+      }
+    }
+    CHECK(worst <= 1e-6, "variant %u: probabilities differ by %g", variants[v], worst);
+    printf("variant %u: the same layers and weights; probabilities within %.2g of the directory's\n",
+           variants[v], worst);
+  }
+
+  printf("refused:\n");
+  static const struct {
+    unsigned variant;
+    const char *what, *f1, *f2;
+  } broken[] = {
+      {FIXTURE_ONNX_MISSING, "weights missing", "'nowhere'", "not an initializer"},
+      {FIXTURE_ONNX_BAD_OP, "an unsupported operator", "'squash' (Tanh)", "not supported"},
+      {FIXTURE_ONNX_NOT_CHAIN, "not a chain", "'astray'", "not a chain"},
+      {FIXTURE_ONNX_DYNAMIC, "a dynamic shape", "dynamic shape", "'rows'"},
+      {FIXTURE_ONNX_BIG, "a 100-row input", "1x100x28", "8x8 to 64x64"},
+      {FIXTURE_ONNX_OPSET99, "opset 99", "opset 99", "7 to 21"},
+      {FIXTURE_ONNX_EXTERNAL, "external data", "conv1.weight", "outside the file"},
+  };
+  for (size_t i = 0; i < sizeof broken / sizeof *broken; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "broken%u.onnx", broken[i].variant);
+    const char* path = test_path(dir, name);
+    fixture_onnx(ref, path, broken[i].variant);
+    refused(path, broken[i].what, broken[i].f1, broken[i].f2);
+  }
+  /* Files that are not models at all: empty, random bytes, a good file cut in half. */
+  const char* empty = test_path(dir, "empty.onnx");
+  test_write_file(empty, "", 0);
+  refused(empty, "an empty file", "empty file", NULL);
+  uint8_t noise[300];
+  for (size_t i = 0; i < sizeof noise; i++) noise[i] = (uint8_t)test_int(&rng, 0, 255);
+  const char* garbage = test_path(dir, "garbage.onnx");
+  test_write_file(garbage, noise, sizeof noise);
+  refused(garbage, "random bytes", "not an ONNX model", NULL);
+  const char* whole = test_path(dir, "variant0.onnx");
+  uint8_t* bytes = NULL;
+  size_t size = 0;
+  FILE* f = fopen(whole, "rb");
+  CHECK(f, "%s", whole);
+  fseek(f, 0, SEEK_END);
+  size = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  bytes = malloc(size);
+  CHECK(bytes && fread(bytes, 1, size, f) == size, "reading %s", whole);
+  fclose(f);
+  const char* cut = test_path(dir, "cut.onnx");
+  test_write_file(cut, bytes, size / 2);
+  free(bytes);
+  refused(cut, "a file cut in half", "not an ONNX model", NULL);
+  refused(test_path(dir, "absent.onnx"), "a missing file", "absent.onnx", NULL);
+
+  /* Through ttp_open: an .onnx path is an ONNX model. */
+  ttp_options o;
+  ttp_options_init(&o);
+  o.model_dir = test_path(dir, "broken32.onnx");
+  o.engine = TTP_ENGINE_CPU;
+  ttp_pipeline* p = NULL;
+  CHECK(ttp_open(&o, &p) == TTP_ERR_MODEL, "ttp_open accepted an unsupported operator");
+  EXPECT_MESSAGE(ttp_last_error(p), "'squash' (Tanh)");
+  ttp_close(p);
+
+  model_free(ref);
+  free(images);
+  test_remove_tree(dir);
+  free(dir);
+  printf("onnx: 4 variants read as their directory, 11 breakages refused\n");
+  return 0;
+}
