@@ -435,6 +435,48 @@ static void args_seeds(void) {
     save_raw("args", seeds_[k].name, seeds_[k].selector, seeds_[k].args, seeds_[k].n);
 }
 
+/* ONNX files (no selector byte: the input is the file): a small chain (conv 3x1x5x5 stride 2
+   pad 1, max-pool, ReLU, fc 10, LRN, softmax) in the writer's variants and breakages. */
+static void onnx_seeds(void) {
+  ttp_err e = {0};
+  model* m = model_new((model_shape){1, 28, 28}, &e);
+  CHECK(m, "%s", e.message);
+  model_layer* l = model_add(m, MODEL_CONV, "conv", &e);
+  CHECK(l, "%s", e.message);
+  l->p.conv.k = 3, l->p.conv.r = 5, l->p.conv.s = 5, l->p.conv.stride = 2, l->p.conv.pad = 1;
+  CHECK((l = model_add(m, MODEL_MAXPOOL, "pool", &e)), "%s", e.message);
+  l->p.pool.r = 2, l->p.pool.s = 2, l->p.pool.stride = 2;
+  CHECK(model_add(m, MODEL_RELU, "relu", &e), "%s", e.message);
+  CHECK((l = model_add(m, MODEL_FC, "fc", &e)), "%s", e.message);
+  l->p.fc.out = 10;
+  CHECK((l = model_add(m, MODEL_LRN, "lrn", &e)), "%s", e.message);
+  l->p.lrn.n = 3, l->p.lrn.alpha = 1e-4, l->p.lrn.beta = 0.75, l->p.lrn.k = 1;
+  CHECK(model_add(m, MODEL_SOFTMAX, "softmax", &e), "%s", e.message);
+  CHECK(model_infer_shapes(m, &e) == TTP_OK, "%s", e.message);
+  for (int i = 0; i < m->layer_count; i++) {
+    model_layer* y = &m->layers[i];
+    if (!y->weight_count) continue;
+    y->weights = malloc(y->weight_count * sizeof *y->weights);
+    y->bias = malloc(y->bias_count * sizeof *y->bias);
+    CHECK(y->weights && y->bias, "out of memory");
+    for (size_t k = 0; k < y->weight_count; k++) y->weights[k] = (float)((k * 37 + 11) % 97) / 970.0f - 0.05f;
+    for (size_t k = 0; k < y->bias_count; k++) y->bias[k] = 0.01f * (float)k;
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/onnx", out_dir);
+  mkdir(path, 0755);
+  static const unsigned variants[] = {0, FIXTURE_ONNX_TYPED, FIXTURE_ONNX_TRANSB0 | FIXTURE_ONNX_EXTRAS,
+                                      FIXTURE_ONNX_NO_SOFTMAX, FIXTURE_ONNX_MISSING,
+                                      FIXTURE_ONNX_BAD_OP, FIXTURE_ONNX_NOT_CHAIN,
+                                      FIXTURE_ONNX_DYNAMIC, FIXTURE_ONNX_OPSET99};
+  for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
+    snprintf(path, sizeof path, "%s/onnx/variant%u.onnx", out_dir, variants[k]);
+    fixture_onnx(m, path, variants[k]);
+    seeds++;
+  }
+  model_free(m);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 2, "usage: %s DIR", argv[0]);
   out_dir = argv[1];
@@ -446,6 +488,7 @@ int main(int argc, char** argv) {
   idx_seeds();
   file_list_seeds();
   model_seeds();
+  onnx_seeds();
   args_seeds();
   printf("%u seeds in %s\n", seeds, out_dir);
   return 0;
