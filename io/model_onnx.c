@@ -21,6 +21,9 @@ typedef struct planned {
   int layer; /* its index in the model (model_add may move the layers), or -1 */
   const Onnx__TensorProto *weights, *bias;
   int transpose; /* Gemm with transB = 0: B is [in][out] */
+  /* A BatchNormalization folded into this Conv or Gemm: scale, B, mean, var; epsilon. */
+  const Onnx__TensorProto* norm[4];
+  float epsilon;
 } planned;
 
 typedef struct reader {
@@ -205,6 +208,26 @@ static ttp_status reshape_node(reader* r, size_t k, int flat_size) {
   return TTP_OK;
 }
 
+/* BatchNormalization right after a Conv or Gemm (node k - 1): folded into its weights and bias
+   once they are read (fold_norm). */
+static ttp_status norm_node(reader* r, size_t k) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  planned* before = k > 0 ? &r->plan[k - 1] : NULL;
+  if (!before || before->layer < 0 || !before->weights || before->norm[0])
+    return node_error(r, k, "not right after a Conv or Gemm (only there can it be folded)");
+  if (n->n_input != 5) return node_error(r, k, "%zu inputs, not 5", n->n_input);
+  if (int_attr(n, "training_mode", 0) != 0) return node_error(r, k, "training mode");
+  for (size_t i = 1; i < n->n_output; i++)
+    if (n->output[i] && n->output[i][0]) return node_error(r, k, "training outputs");
+  for (int i = 0; i < 4; i++)
+    if (!(before->norm[i] = initializer(r, n->input[1 + i])))
+      return node_error(r, k, "its input '%s' is not an initializer", n->input[1 + i]);
+  before->epsilon = float_attr(n, "epsilon", 1e-5f);
+  if (!(before->epsilon >= 0 && before->epsilon < 1))
+    return node_error(r, k, "epsilon %g", (double)before->epsilon);
+  return TTP_OK;
+}
+
 /* One node of the chain; *flat: whether the tensor is one row an image (after Gemm). */
 static ttp_status node_layer(reader* r, size_t k, int* flat) {
   const Onnx__NodeProto* n = r->g->node[k];
@@ -242,9 +265,10 @@ static ttp_status node_layer(reader* r, size_t k, int* flat) {
     *flat = 1;
     return reshape_node(r, k, (int)model_shape_size(s));
   }
+  if (strcmp(op, "BatchNormalization") == 0) return norm_node(r, k);
   if (strcmp(op, "Dropout") == 0 || strcmp(op, "Identity") == 0) return TTP_OK;
   return node_error(r, k, "operator not supported (ttapipe's: Conv, MaxPool, Relu, Gemm, "
-                    "Flatten, Reshape, LRN, Softmax, Dropout, Identity)");
+                    "Flatten, Reshape, LRN, Softmax, BatchNormalization, Dropout, Identity)");
 }
 
 /* The single graph input that is not an initializer, as C x H x W. */
@@ -345,6 +369,32 @@ static ttp_status tensor_floats(const reader* r, const Onnx__TensorProto* t, siz
   return TTP_OK;
 }
 
+/* Output channel o of a Conv or Gemm times s = scale / sqrt(var + epsilon), its bias
+   (bias - mean) s + B: the layer then computes what it and the normalisation did (in double,
+   rounded once). */
+static ttp_status fold_norm(const reader* r, const planned* p, model_layer* l) {
+  const size_t outs = l->bias_count, per = l->weight_count / outs;
+  float* v[4] = {NULL, NULL, NULL, NULL};
+  ttp_status s = TTP_OK;
+  for (int i = 0; i < 4 && s == TTP_OK; i++) s = tensor_floats(r, p->norm[i], outs, 0, 1, &v[i]);
+  for (size_t o = 0; s == TTP_OK && o < outs; o++) {
+    const double var = (double)v[3][o] + p->epsilon;
+    if (!(var > 0)) {
+      s = ERR(r->e, TTP_ERR_MODEL, "%s: initializer '%s': variance %zu plus epsilon is not "
+              "positive", r->path, p->norm[3]->name ? p->norm[3]->name : "", o);
+      break;
+    }
+    const double scale = v[0][o] / sqrt(var);
+    for (size_t i = 0; i < per; i++) l->weights[o * per + i] = (float)(l->weights[o * per + i] * scale);
+    l->bias[o] = (float)(((double)l->bias[o] - v[2][o]) * scale + v[1][o]);
+    if (!isfinite(l->bias[o]))
+      s = ERR(r->e, TTP_ERR_MODEL, "%s: the normalisation folded into %s overflows", r->path,
+              l->name);
+  }
+  for (int i = 0; i < 4; i++) free(v[i]);
+  return s;
+}
+
 static ttp_status read_graph(reader* r) {
   const Onnx__GraphProto* g = r->g;
   model_shape input;
@@ -385,6 +435,7 @@ static ttp_status read_graph(reader* r) {
       l->bias = calloc(l->bias_count ? l->bias_count : 1, sizeof *l->bias);
       if (!l->bias) return ERR_NOMEM(r->e, l->bias_count * sizeof *l->bias);
     }
+    if (r->plan[k].norm[0]) TRY(fold_norm(r, &r->plan[k], l));
   }
   return model_check(r->m, r->e);
 }

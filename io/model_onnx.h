@@ -12,7 +12,8 @@ enum { ONNX_MAX_BYTES = 256 << 20 };
 /* Reads path into a model (pipeline/model.h) and checks it (model_check). Operators: Conv (group
    1, no dilation, equal strides, symmetric equal padding), MaxPool (no padding, no ceil mode),
    Relu, Gemm (alpha = beta = 1; B as [out][in] with transB = 1 or [in][out] with transB = 0),
-   Flatten (axis 1) and Reshape to one row a image, LRN, Softmax over a flat vector; Dropout and
+   Flatten (axis 1) and Reshape to one row a image, LRN, Softmax over a flat vector,
+   BatchNormalization right after a Conv or Gemm (folded into its weights and bias); Dropout and
    Identity are dropped. A graph that ends in logits gets a softmax ("softmax (added)"), which
    the merge needs. The input is [N,] C x H x W, float32, C, H and W fixed, H and W in 8..64;
    initializers float32 (raw or typed data) or float16 (converted), finite. Refuses, in one line

@@ -271,8 +271,9 @@ const char* ttp_last_error(const ttp_pipeline* p);
  *     -> lrn (n=5, alpha=1e-4, beta=0.75, k=1) -> ip2 + bias -> softmax
  * An optional labels.txt gives one class name per line (as many lines as classes). Missing,
  * short or over-long files and NaN or infinite weights are refused.
- * Or an ONNX file: a chain of Conv, MaxPool, Relu, Gemm, Flatten, Reshape, LRN, Softmax (Dropout
- * and Identity dropped) on a 1x28x28 input for now, every weight an initializer in the file; a
+ * Or an ONNX file: a chain of Conv, MaxPool, Relu, Gemm, Flatten, Reshape, LRN, Softmax
+ * (BatchNormalization folded into the Conv or Gemm before it, Dropout and Identity dropped) on a
+ * 1x28x28 input for now, every weight an initializer in the file; a
  * graph that ends in logits gets a softmax. Anything else is refused naming the node. */
 
 typedef struct ttp_model_info {

@@ -82,6 +82,8 @@ enum {
   FIXTURE_ONNX_TRANSB0 = 2,      /* Gemm weights [in][out], transB 0 */
   FIXTURE_ONNX_EXTRAS = 4,       /* Flatten, Dropout, Identity nodes, Gemm's alpha given */
   FIXTURE_ONNX_NO_SOFTMAX = 8,   /* the graph ends in logits */
+  FIXTURE_ONNX_NORM = 2048,      /* a BatchNormalization after the first Conv and the first Gemm
+                                    (fixture_onnx_norm's values, epsilon 1e-5) */
   /* breakages: */
   FIXTURE_ONNX_MISSING = 16,     /* the first layer's weights are no initializer */
   FIXTURE_ONNX_BAD_OP = 32,      /* a Tanh node ("squash") after the first layer */
@@ -92,5 +94,7 @@ enum {
   FIXTURE_ONNX_EXTERNAL = 1024   /* initializers marked as stored outside the file */
 };
 void fixture_onnx(const model* m, const char* path, unsigned variant);
+/* FIXTURE_ONNX_NORM's scale, bias, mean and variance of output channel c. */
+void fixture_onnx_norm(int c, float v[4]);
 
 #endif

@@ -73,7 +73,7 @@ static Onnx__NodeProto* node(graph_build* b, const char* op, const char* name) {
   n->op_type = text(b->a, op);
   n->name = text(b->a, name);
   n->n_input = 1;
-  n->input = take(b->a, 3 * sizeof *n->input);
+  n->input = take(b->a, 5 * sizeof *n->input);
   n->input[0] = text(b->a, b->current);
   n->n_output = 1;
   n->output = take(b->a, sizeof *n->output);
@@ -122,6 +122,35 @@ static void init_floats(graph_build* b, const char* name, int ndims, const int64
   b->inits[b->n_inits++] = t;
 }
 
+void fixture_onnx_norm(int c, float v[4]) {
+  v[0] = 1.0f + 0.1f * (float)(c % 7), v[1] = 0.01f * (float)(c % 5);
+  v[2] = 0.02f * (float)(c % 9) - 0.1f, v[3] = 0.5f + 0.05f * (float)(c % 11);
+}
+
+/* A BatchNormalization node after the chain's last, over `channels`. */
+static void norm(graph_build* b, const char* layer, int channels) {
+  char name[64];
+  snprintf(name, sizeof name, "%s.bn", layer);
+  Onnx__NodeProto* n = node(b, "BatchNormalization", name);
+  n->attribute[n->n_attribute++] = float_attr(b->a, "epsilon", 1e-5f);
+  static const char* const parts[4] = {"scale", "B", "mean", "var"};
+  float* v = malloc((size_t)channels * 4 * sizeof *v);
+  CHECK(v, "out of memory");
+  for (int c = 0; c < channels; c++) fixture_onnx_norm(c, v + 4 * c);
+  for (int i = 0; i < 4; i++) {
+    char part[80];
+    snprintf(part, sizeof part, "%s.%s", name, parts[i]);
+    add_input(b, n, part);
+    float* column = malloc((size_t)channels * sizeof *column);
+    CHECK(column, "out of memory");
+    for (int c = 0; c < channels; c++) column[c] = v[4 * c + i];
+    const int64_t dims[1] = {channels};
+    init_floats(b, part, 1, dims, column, (size_t)channels);
+    free(column);
+  }
+  free(v);
+}
+
 void fixture_onnx(const model* m, const char* path, unsigned variant) {
   arena* a = calloc(1, sizeof *a);
   CHECK(a, "out of memory");
@@ -146,6 +175,7 @@ void fixture_onnx(const model* m, const char* path, unsigned variant) {
       if (!((variant & FIXTURE_ONNX_MISSING) && i == 0))
         init_floats(&b, wname, 4, wd, l->weights, l->weight_count);
       init_floats(&b, bname, 1, bd, l->bias, l->bias_count);
+      if ((variant & FIXTURE_ONNX_NORM) && i == 0) norm(&b, l->name, l->p.conv.k);
       if ((variant & FIXTURE_ONNX_BAD_OP) && i == 0) node(&b, "Tanh", "squash");
       if ((variant & FIXTURE_ONNX_NOT_CHAIN) && i == 0) {
         Onnx__NodeProto* r = node(&b, "Relu", "astray");
@@ -173,6 +203,7 @@ void fixture_onnx(const model* m, const char* path, unsigned variant) {
       init_floats(&b, wname, 2, wd, w, l->weight_count);
       free(w);
       init_floats(&b, bname, 1, bd, l->bias, l->bias_count);
+      if ((variant & FIXTURE_ONNX_NORM) && fcs == 1) norm(&b, l->name, out);
     } else if (l->op == MODEL_RELU) {
       node(&b, "Relu", l->name);
       if (variant & FIXTURE_ONNX_EXTRAS) node(&b, "Dropout", "dropout");

@@ -4,6 +4,7 @@
    weights, bit for bit, and classifies on the CPU engine as its mnistCUDNN directory does (the
    LRN's constants pass through float32 in ONNX: within 1e-6). Breakages are refused in one line
    naming the file and, where one is to blame, the node and its operator. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,56 @@ int main(void) {
     CHECK(worst <= 1e-6, "variant %u: probabilities differ by %g", variants[v], worst);
     printf("variant %u: the same layers and weights; probabilities within %.2g of the directory's\n",
            variants[v], worst);
+  }
+
+  /* BatchNormalization after conv1 and ip1, folded at load: each output channel's weights times
+     s = scale / sqrt(var + 1e-5), its bias (bias - mean) s + B. */
+  {
+    const char* path = test_path(dir, "norm.onnx");
+    fixture_onnx(ref, path, FIXTURE_ONNX_NORM);
+    model* m = NULL;
+    CHECK(io_load_onnx(path, &m, &e) == TTP_OK, "batch norm: %s", e.message);
+    model* folded = NULL;
+    CHECK(io_load_mnistcudnn(dir, &folded, &e) == TTP_OK, "%s", e.message);
+    int done[2] = {0, 0}; /* the first conv, the first fc */
+    double worst = 0;
+    for (int i = 0; i < folded->layer_count; i++) {
+      model_layer* l = &folded->layers[i];
+      const int which = l->op == MODEL_CONV ? 0 : l->op == MODEL_FC ? 1 : -1;
+      if (which < 0 || done[which]++) continue;
+      const size_t outs = l->bias_count, per = l->weight_count / outs;
+      for (size_t o = 0; o < outs; o++) {
+        float v[4];
+        fixture_onnx_norm((int)o, v);
+        const double scale = v[0] / sqrt((double)v[3] + 1e-5);
+        for (size_t k = 0; k < per; k++) l->weights[o * per + k] = (float)(l->weights[o * per + k] * scale);
+        l->bias[o] = (float)(((double)l->bias[o] - v[2]) * scale + v[1]);
+      }
+    }
+    CHECK(m->layer_count == folded->layer_count, "batch norm: %d layers", m->layer_count);
+    for (int i = 0; i < m->layer_count; i++) {
+      const model_layer *x = &folded->layers[i], *y = &m->layers[i];
+      CHECK(x->weight_count == y->weight_count, "batch norm: layer %d", i);
+      for (size_t k = 0; k < x->weight_count; k++) {
+        const double d = fabs((double)x->weights[k] - y->weights[k]) / (fabs(x->weights[k]) + 1e-6);
+        if (d > worst) worst = d;
+      }
+      for (size_t k = 0; k < x->bias_count; k++) {
+        const double d = fabs((double)x->bias[k] - y->bias[k]) / (fabs(x->bias[k]) + 1e-6);
+        if (d > worst) worst = d;
+      }
+    }
+    CHECK(worst <= 1e-6, "batch norm: folded weights off by %g (relative)", worst);
+    const char* plain = test_path(dir, "folded.onnx");
+    fixture_onnx(folded, plain, 0);
+    classify(plain, images, want, want_p);
+    classify(path, images, got, got_p);
+    for (int i = 0; i < IMAGES * 10; i++)
+      CHECK(fabs(got_p[i] - want_p[i]) <= 1e-5, "batch norm: probability %d differs", i);
+    printf("batch norm after conv1 and ip1: folded within %.2g of the formula; classifies as the "
+           "folded model\n", worst);
+    model_free(m);
+    model_free(folded);
   }
 
   printf("refused:\n");
