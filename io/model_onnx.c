@@ -185,6 +185,12 @@ static ttp_status gemm_node(reader* r, size_t k) {
   return TTP_OK;
 }
 
+/* model_infer_shapes, its refusal naming the file ("FILE: layer lrn: bad LRN ..."). */
+static ttp_status shapes(reader* r) {
+  if (model_infer_shapes(r->m, r->e) != TTP_OK) err_prefix(r->e, "%s: ", r->path);
+  return r->e->status;
+}
+
 /* Reshape to one row an image ([N, -1], [1, C*H*W], ...): nothing to do in a CHW model. The
    shape an initializer of two int64 (typed or raw, as PyTorch writes it). */
 static ttp_status reshape_node(reader* r, size_t k, int flat_size) {
@@ -260,7 +266,7 @@ static ttp_status node_layer(reader* r, size_t k, int* flat) {
     return TTP_OK;
   }
   if (strcmp(op, "Reshape") == 0) {
-    TRY(model_infer_shapes(r->m, r->e)); /* the size flattened so far */
+    TRY(shapes(r)); /* the size flattened so far */
     const model_shape s = r->m->layer_count ? r->m->layers[r->m->layer_count - 1].out : r->m->input;
     *flat = 1;
     return reshape_node(r, k, (int)model_shape_size(s));
@@ -423,7 +429,7 @@ static ttp_status read_graph(reader* r) {
     if (!flat) return ERR(r->e, TTP_ERR_MODEL, "%s: the graph does not end in one row an image", r->path);
     if (!model_add(r->m, MODEL_SOFTMAX, "softmax (added)", r->e)) return r->e->status;
   }
-  TRY(model_infer_shapes(r->m, r->e));
+  TRY(shapes(r));
   for (size_t k = 0; k < g->n_node; k++) {
     if (r->plan[k].layer < 0 || !r->plan[k].weights) continue;
     model_layer* l = &r->m->layers[r->plan[k].layer];
@@ -437,7 +443,8 @@ static ttp_status read_graph(reader* r) {
     }
     if (r->plan[k].norm[0]) TRY(fold_norm(r, &r->plan[k], l));
   }
-  return model_check(r->m, r->e);
+  if (model_check(r->m, r->e) != TTP_OK) err_prefix(r->e, "%s: ", r->path);
+  return r->e->status;
 }
 
 static ttp_status check_opset(const reader* r, const Onnx__ModelProto* mp) {
