@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "model_labels.h"
 
 enum { LABELS_MAX_BYTES = 1 << 20 };
 
@@ -87,7 +88,7 @@ static ttp_status read_weights(const char* dir, model* m, ttp_err* e) {
   return TTP_OK;
 }
 
-/* labels.txt: one name a line, '\n' or "\r\n", a final newline optional. */
+/* labels.txt, optional: model_labels.h's text, one name a line. */
 static ttp_status read_labels(const char* dir, model* m, ttp_err* e) {
   char path[PATH_MAX];
   TRY(io_join(path, sizeof path, dir, "labels.txt", e));
@@ -95,47 +96,8 @@ static ttp_status read_labels(const char* dir, model* m, ttp_err* e) {
   uint8_t* text;
   size_t size;
   TRY(io_read_file(path, LABELS_MAX_BYTES, &text, &size, e));
-  m->labels = calloc((size_t)m->classes, sizeof *m->labels);
-  if (!m->labels) {
-    free(text);
-    return ERR_NOMEM(e, (size_t)m->classes * sizeof *m->labels);
-  }
-  ttp_status s = TTP_OK;
-  int line = 0;
-  char* p = (char*)text;
-  char* end = p + size;
-  while (s == TTP_OK && p < end) {
-    char* nl = memchr(p, '\n', (size_t)(end - p));
-    char* stop = nl ? nl : end;
-    size_t len = (size_t)(stop - p);
-    if (len && p[len - 1] == '\r') len--;
-    line++;
-    if (line > m->classes) {
-      s = ERR(e, TTP_ERR_FORMAT, "%s: more than %d lines for the model's %d classes", path,
-              m->classes, m->classes);
-      break;
-    }
-    for (size_t i = 0; i < len && s == TTP_OK; i++)
-      if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
-        s = ERR(e, TTP_ERR_FORMAT, "%s: line %d: control character 0x%02x", path, line,
-                (unsigned char)p[i]);
-    if (s == TTP_OK && len == 0) s = ERR(e, TTP_ERR_FORMAT, "%s: line %d is empty", path, line);
-    if (s == TTP_OK) {
-      char* name = malloc(len + 1);
-      if (!name) {
-        s = ERR_NOMEM(e, len + 1);
-        break;
-      }
-      memcpy(name, p, len);
-      name[len] = '\0';
-      m->labels[m->label_count++] = name;
-    }
-    p = stop + 1;
-  }
+  const ttp_status s = io_parse_labels(path, (const char*)text, size, m, e);
   free(text);
-  if (s == TTP_OK && m->label_count != m->classes)
-    s = ERR(e, TTP_ERR_FORMAT, "%s: %d names for the model's %d classes", path, m->label_count,
-            m->classes);
   return s;
 }
 

@@ -11,6 +11,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "file.h"
+#include "model_labels.h"
 #include "onnx.pb-c.h"
 
 enum { OPSET_LOW = 7, OPSET_HIGH = 21, INPUT_LOW = 8, INPUT_HIGH = 64 };
@@ -475,6 +476,14 @@ ttp_status io_load_onnx(const char* path, model** out, ttp_err* e) {
   ttp_status s = mp->graph ? check_opset(&r, mp)
                            : ERR(e, TTP_ERR_FORMAT, "%s: not an ONNX model (no graph)", path);
   if (s == TTP_OK) s = read_graph(&r);
+  for (size_t i = 0; s == TTP_OK && i < mp->n_metadata_props; i++) {
+    const Onnx__StringStringEntryProto* kv = mp->metadata_props[i];
+    if (!kv->key || strcmp(kv->key, "labels") != 0 || !kv->value) continue;
+    char where[1100];
+    snprintf(where, sizeof where, "%s (metadata 'labels')", path);
+    s = io_parse_labels(where, kv->value, strlen(kv->value), r.m, e);
+    break;
+  }
   free(r.plan);
   onnx__model_proto__free_unpacked(mp, NULL);
   if (s != TTP_OK) {

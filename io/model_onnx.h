@@ -16,8 +16,9 @@ enum { ONNX_MAX_BYTES = 256 << 20 };
    BatchNormalization right after a Conv or Gemm (folded into its weights and bias); Dropout and
    Identity are dropped. A graph that ends in logits gets a softmax ("softmax (added)"), which
    the merge needs. The input is [N,] C x H x W, float32, C, H and W fixed, H and W in 8..64;
-   initializers float32 (raw or typed data) or float16 (converted), finite. Refuses, in one line
-   naming the file and (where it applies) the node, its operator and the reason: an empty,
+   initializers float32 (raw or typed data) or float16 (converted), finite. Class names come
+   from the model's metadata_props entry "labels" (one a line, as labels.txt), when it has one.
+   Refuses, in one line naming the file and (where it applies) the node, its operator and the reason: an empty,
    unparsable or oversized file, another opset than 7..21 of the default domain, a node that does
    not continue the chain, an unsupported operator or attribute, a missing or ill-shaped
    initializer, a dynamic shape, weights stored outside the file. *out is NULL on failure. */

@@ -84,6 +84,8 @@ enum {
   FIXTURE_ONNX_NO_SOFTMAX = 8,   /* the graph ends in logits */
   FIXTURE_ONNX_NORM = 2048,      /* a BatchNormalization after the first Conv and the first Gemm
                                     (fixture_onnx_norm's values, epsilon 1e-5) */
+  FIXTURE_ONNX_LABELS = 4096,    /* metadata "labels": "c0" .. "c<classes - 1>", a line each */
+  FIXTURE_ONNX_BAD_LABELS = 8192, /* metadata "labels" one name short */
   /* breakages: */
   FIXTURE_ONNX_MISSING = 16,     /* the first layer's weights are no initializer */
   FIXTURE_ONNX_BAD_OP = 32,      /* a Tanh node ("squash") after the first layer */

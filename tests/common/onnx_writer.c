@@ -269,6 +269,16 @@ void fixture_onnx(const model* m, const char* path, unsigned variant) {
   mp.n_opset_import = 1, mp.opset_import = take(a, sizeof *mp.opset_import);
   mp.opset_import[0] = opset;
   mp.graph = g;
+  if (variant & (FIXTURE_ONNX_LABELS | FIXTURE_ONNX_BAD_LABELS)) {
+    const int names = m->classes - ((variant & FIXTURE_ONNX_BAD_LABELS) ? 1 : 0);
+    char* value = take(a, (size_t)names * 8 + 1);
+    for (int k = 0; k < names; k++) sprintf(value + strlen(value), "c%d\n", k);
+    Onnx__StringStringEntryProto* kv = take(a, sizeof *kv);
+    onnx__string_string_entry_proto__init(kv);
+    kv->key = text(a, "labels"), kv->value = value;
+    mp.n_metadata_props = 1, mp.metadata_props = take(a, sizeof *mp.metadata_props);
+    mp.metadata_props[0] = kv;
+  }
   const size_t size = onnx__model_proto__get_packed_size(&mp);
   uint8_t* bytes = malloc(size);
   CHECK(bytes, "out of memory");

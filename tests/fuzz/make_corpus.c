@@ -468,7 +468,8 @@ static void onnx_seeds(void) {
   static const unsigned variants[] = {0, FIXTURE_ONNX_TYPED, FIXTURE_ONNX_TRANSB0 | FIXTURE_ONNX_EXTRAS,
                                       FIXTURE_ONNX_NO_SOFTMAX, FIXTURE_ONNX_MISSING,
                                       FIXTURE_ONNX_BAD_OP, FIXTURE_ONNX_NOT_CHAIN,
-                                      FIXTURE_ONNX_DYNAMIC, FIXTURE_ONNX_OPSET99};
+                                      FIXTURE_ONNX_DYNAMIC, FIXTURE_ONNX_OPSET99,
+                                      FIXTURE_ONNX_NORM, FIXTURE_ONNX_LABELS};
   for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
     snprintf(path, sizeof path, "%s/onnx/variant%u.onnx", out_dir, variants[k]);
     fixture_onnx(m, path, variants[k]);

@@ -157,6 +157,19 @@ int main(void) {
     model_free(folded);
   }
 
+  /* Class names from the metadata. */
+  {
+    const char* path = test_path(dir, "labels.onnx");
+    fixture_onnx(ref, path, FIXTURE_ONNX_LABELS);
+    model* m = NULL;
+    CHECK(io_load_onnx(path, &m, &e) == TTP_OK, "labels: %s", e.message);
+    CHECK(m->label_count == m->classes && strcmp(m->labels[0], "c0") == 0 &&
+              strcmp(m->labels[m->classes - 1], "c9") == 0,
+          "labels: %d names", m->label_count);
+    model_free(m);
+    printf("labels from the metadata: c0 .. c9\n");
+  }
+
   printf("refused:\n");
   static const struct {
     unsigned variant;
@@ -169,6 +182,7 @@ int main(void) {
       {FIXTURE_ONNX_BIG, "a 100-row input", "1x100x28", "8x8 to 64x64"},
       {FIXTURE_ONNX_OPSET99, "opset 99", "opset 99", "7 to 21"},
       {FIXTURE_ONNX_EXTERNAL, "external data", "conv1.weight", "outside the file"},
+      {FIXTURE_ONNX_BAD_LABELS, "a name short", "metadata 'labels'", "9 names for the model's 10"},
   };
   for (size_t i = 0; i < sizeof broken / sizeof *broken; i++) {
     char name[64];
@@ -217,6 +231,7 @@ int main(void) {
   free(images);
   test_remove_tree(dir);
   free(dir);
-  printf("onnx: 4 variants read as their directory, 11 breakages refused\n");
+  printf("onnx: 4 variants read as their directory, batch norms folded, labels read, 12 "
+         "breakages refused\n");
   return 0;
 }
