@@ -392,11 +392,15 @@ static ttp_status fold_norm(const reader* r, const planned* p, model_layer* l) {
       break;
     }
     const double scale = v[0][o] / sqrt(var);
-    for (size_t i = 0; i < per; i++) l->weights[o * per + i] = (float)(l->weights[o * per + i] * scale);
+    int finite = 1;
+    for (size_t i = 0; i < per; i++) {
+      l->weights[o * per + i] = (float)(l->weights[o * per + i] * scale);
+      finite &= isfinite(l->weights[o * per + i]) != 0;
+    }
     l->bias[o] = (float)(((double)l->bias[o] - v[2][o]) * scale + v[1][o]);
-    if (!isfinite(l->bias[o]))
-      s = ERR(r->e, TTP_ERR_MODEL, "%s: the normalisation folded into %s overflows", r->path,
-              l->name);
+    if (!finite || !isfinite(l->bias[o]))
+      s = ERR(r->e, TTP_ERR_MODEL, "%s: the normalisation folded into %s overflows float32 "
+              "(output channel %zu)", r->path, l->name, o);
   }
   for (int i = 0; i < 4; i++) free(v[i]);
   return s;
