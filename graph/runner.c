@@ -137,14 +137,15 @@ static int gpu_lost(const gpu_runner* r, cudaError_t err) {
    CUDA cannot recover from it, else TTP_ERR_CUDA. */
 static ttp_status batch_failed(gpu_runner* r, long long batch, size_t count, const char* doing,
                                cudaError_t err, ttp_err* e) {
+  char what[ERR_MESSAGE_SIZE];
+  snprintf(what, sizeof what, "batch %lld of this pipeline (%zu images): %s: %s", batch, count,
+           doing, cudaGetErrorString(err));
   if (!gpu_lost(r, err)) {
     cudaGetLastError(); /* not sticky: cleared, the GPU stays usable */
-    return ERR(e, TTP_ERR_CUDA, "batch %lld of this pipeline (%zu images): %s: %s", batch, count,
-               doing, cudaGetErrorString(err));
+    return ERR(e, TTP_ERR_CUDA, "%s", what);
   }
   r->lost = 1;
-  snprintf(r->lost_why, sizeof r->lost_why, "batch %lld of this pipeline (%zu images): %s: %s",
-           batch, count, doing, cudaGetErrorString(err));
+  memcpy(r->lost_why, what, sizeof r->lost_why);
   return ERR(e, TTP_ERR_GPU_LOST,
              "%s; CUDA cannot recover from this within the process: the batches not yet "
              "collected are lost and this pipeline takes no more work",

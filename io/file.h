@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../pipeline/error.h"
 
@@ -19,6 +20,15 @@ ttp_status io_read_exact(int fd, const char* path, void* buf, size_t n, ttp_err*
    that *size does not count, so text can be parsed in place). */
 ttp_status io_read_file(const char* path, size_t max_bytes, uint8_t** data, size_t* size,
                         ttp_err* e);
+
+/* The float32 stored little-endian at b (the mnistCUDNN weight files, ONNX's raw data). */
+static inline float io_float_le(const uint8_t* b) {
+  const uint32_t bits = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                        (uint32_t)b[3] << 24;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
 
 /* dir + "/" + name into buf of n bytes; refuses a result that would not fit. */
 ttp_status io_join(char* buf, size_t n, const char* dir, const char* name, ttp_err* e);

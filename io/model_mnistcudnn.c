@@ -58,10 +58,7 @@ static ttp_status read_floats(const char* dir, const char* name, size_t count, f
                                : ERR_NOMEM(e, expected + count * sizeof *values);
   close(fd);
   for (size_t i = 0; s == TTP_OK && i < count; i++) {
-    const uint8_t* b = raw + 4 * i;
-    uint32_t bits = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                    (uint32_t)b[3] << 24;
-    memcpy(&values[i], &bits, sizeof bits);
+    values[i] = io_float_le(raw + 4 * i);
     if (!isfinite(values[i]))
       s = ERR(e, TTP_ERR_FORMAT, "%s: value %zu is %s", path, i,
               isnan(values[i]) ? "NaN" : "infinite");

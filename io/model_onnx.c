@@ -16,7 +16,7 @@
 
 enum { OPSET_LOW = 7, OPSET_HIGH = 21, INPUT_LOW = 8, INPUT_HIGH = 64 };
 
-/* What a node of the chain became: the layer it added (NULL for those dropped or folded) and the
+/* What a node of the chain became: the layer it added (none for those dropped or folded) and the
    initializers its weights and bias come from. */
 typedef struct planned {
   int layer; /* its index in the model (model_add may move the layers), or -1 */
@@ -105,18 +105,28 @@ static model_layer* add(reader* r, size_t k, model_op op) {
 
 static int small_int(int64_t v, int lo, int hi) { return v >= lo && v <= hi; }
 
-static ttp_status conv_node(reader* r, size_t k) {
+/* A Conv's or Gemm's weights (input 1) and optional bias (input 2, absent or named ""): both
+   initializers. */
+static ttp_status weight_inputs(const reader* r, size_t k, const Onnx__TensorProto** w,
+                                const Onnx__TensorProto** b) {
   const Onnx__NodeProto* n = r->g->node[k];
   if (n->n_input < 2) return node_error(r, k, "no weights");
-  const Onnx__TensorProto* w = initializer(r, n->input[1]);
-  if (!w) return node_error(r, k, "its weights '%s' are not an initializer", n->input[1]);
+  if (!(*w = initializer(r, n->input[1])))
+    return node_error(r, k, "its weights '%s' are not an initializer", n->input[1]);
+  *b = NULL;
+  if (n->n_input > 2 && n->input[2][0] && !(*b = initializer(r, n->input[2])))
+    return node_error(r, k, "its bias '%s' is not an initializer", n->input[2]);
+  return TTP_OK;
+}
+
+static ttp_status conv_node(reader* r, size_t k) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  const Onnx__TensorProto *w, *b;
+  TRY(weight_inputs(r, k, &w, &b));
   if (w->n_dims != 4 || !small_int(w->dims[0], 1, 4096) || !small_int(w->dims[2], 1, 64) ||
       !small_int(w->dims[3], 1, 64))
     return node_error(r, k, "weights of %zu dimensions, or of sizes out of range (K 1..4096, "
                       "R and S 1..64)", w->n_dims);
-  const Onnx__TensorProto* b = NULL;
-  if (n->n_input > 2 && n->input[2][0] && !(b = initializer(r, n->input[2])))
-    return node_error(r, k, "its bias '%s' is not an initializer", n->input[2]);
   if (int_attr(n, "group", 1) != 1) return node_error(r, k, "groups other than 1");
   if (!all_ints(n, "dilations", 1)) return node_error(r, k, "dilations other than 1");
   const Onnx__AttributeProto* ap = attribute(n, "auto_pad");
@@ -126,8 +136,8 @@ static ttp_status conv_node(reader* r, size_t k) {
   if (!pair_attr(n, "strides", 1, stride) || stride[0] != stride[1] || !small_int(stride[0], 1, 8))
     return node_error(r, k, "strides: equal in both directions, 1..8");
   int64_t given[2];
-  if (!pair_attr(n, "kernel_shape", kernel[0], given) || (attribute(n, "kernel_shape") &&
-                                                          (given[0] != kernel[0] || given[1] != kernel[1])))
+  if (attribute(n, "kernel_shape") && (!pair_attr(n, "kernel_shape", 0, given) ||
+                                       given[0] != kernel[0] || given[1] != kernel[1]))
     return node_error(r, k, "kernel_shape differs from the weights' %lldx%lld",
                       (long long)kernel[0], (long long)kernel[1]);
   const Onnx__AttributeProto* pads = attribute(n, "pads");
@@ -167,18 +177,14 @@ static ttp_status maxpool_node(reader* r, size_t k) {
 
 static ttp_status gemm_node(reader* r, size_t k) {
   const Onnx__NodeProto* n = r->g->node[k];
-  if (n->n_input < 2) return node_error(r, k, "no weights");
+  const Onnx__TensorProto *w, *b;
+  TRY(weight_inputs(r, k, &w, &b));
   if (int_attr(n, "transA", 0) != 0) return node_error(r, k, "transA");
   if (float_attr(n, "alpha", 1.0f) != 1.0f || float_attr(n, "beta", 1.0f) != 1.0f)
     return node_error(r, k, "alpha or beta other than 1");
-  const Onnx__TensorProto* w = initializer(r, n->input[1]);
-  if (!w) return node_error(r, k, "its weights '%s' are not an initializer", n->input[1]);
   const int transpose = int_attr(n, "transB", 0) == 0;
   if (w->n_dims != 2 || !small_int(w->dims[0], 1, 1 << 20) || !small_int(w->dims[1], 1, 1 << 20))
     return node_error(r, k, "weights of %zu dimensions, or of sizes out of range", w->n_dims);
-  const Onnx__TensorProto* b = NULL;
-  if (n->n_input > 2 && n->input[2][0] && !(b = initializer(r, n->input[2])))
-    return node_error(r, k, "its bias '%s' is not an initializer", n->input[2]);
   model_layer* l = add(r, k, MODEL_FC);
   if (!l) return r->e->status;
   l->p.fc.out = (int)w->dims[transpose ? 1 : 0];
@@ -321,7 +327,8 @@ static ttp_status tensor_floats(const reader* r, const Onnx__TensorProto* t, siz
   const char* name = t->name ? t->name : "";
   if (t->n_external_data || (t->has_data_location &&
                              t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
-    return ERR(r->e, TTP_ERR_MODEL, "%s: initializer '%s' is stored outside the file", r->path, name);
+    return ERR(r->e, TTP_ERR_MODEL, "%s: initializer '%s' is stored outside the file", r->path,
+               name);
   size_t n = 1;
   for (size_t i = 0; i < t->n_dims; i++) n *= t->dims[i] > 0 ? (size_t)t->dims[i] : 0;
   if (n != count)
@@ -339,11 +346,13 @@ static ttp_status tensor_floats(const reader* r, const Onnx__TensorProto* t, siz
                name, have, count);
   float* v = malloc(count * sizeof *v);
   if (!v) return ERR_NOMEM(r->e, count * sizeof *v);
+  const size_t cols = count / (size_t)rows; /* Gemm's B as [in][out] (transpose: rows = in) */
   for (size_t i = 0; i < count; i++) {
     float f;
     if (half) {
-      const uint32_t h = raw ? (uint32_t)t->raw_data.data[2 * i] | (uint32_t)t->raw_data.data[2 * i + 1] << 8
-                             : (uint32_t)t->int32_data[i] & 0xffffu;
+      const uint8_t* b = raw ? t->raw_data.data + 2 * i : NULL;
+      const uint32_t h = b ? (uint32_t)b[0] | (uint32_t)b[1] << 8
+                           : (uint32_t)t->int32_data[i] & 0xffffu;
       const uint32_t sign = (h >> 15) << 31, exp = h >> 10 & 31, man = h & 1023;
       if (exp == 31) {
         f = NAN;
@@ -355,10 +364,7 @@ static ttp_status tensor_floats(const reader* r, const Onnx__TensorProto* t, siz
         memcpy(&f, &bits, sizeof f);
       }
     } else if (raw) {
-      const uint8_t* b = t->raw_data.data + 4 * i;
-      const uint32_t bits = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                            (uint32_t)b[3] << 24;
-      memcpy(&f, &bits, sizeof f);
+      f = io_float_le(t->raw_data.data + 4 * i);
     } else {
       f = t->float_data[i];
     }
@@ -367,10 +373,7 @@ static ttp_status tensor_floats(const reader* r, const Onnx__TensorProto* t, siz
       return ERR(r->e, TTP_ERR_MODEL, "%s: initializer '%s': value %zu is not finite", r->path,
                  name, i);
     }
-    /* Gemm's B as [in][out] (transB = 0, rows = in): ours is [out][in]. */
-    const size_t cols = count / (size_t)rows;
-    const size_t at = transpose ? i % cols * (size_t)rows + i / cols : i;
-    v[at] = f;
+    v[transpose ? i % cols * (size_t)rows + i / cols : i] = f; /* ours is [out][in] */
   }
   *out = v;
   return TTP_OK;
@@ -431,7 +434,8 @@ static ttp_status read_graph(reader* r) {
     return ERR(r->e, TTP_ERR_MODEL, "%s: the graph's output is not its last node's ('%s')",
                r->path, current);
   if (r->m->layer_count == 0 || r->m->layers[r->m->layer_count - 1].op != MODEL_SOFTMAX) {
-    if (!flat) return ERR(r->e, TTP_ERR_MODEL, "%s: the graph does not end in one row an image", r->path);
+    if (!flat)
+      return ERR(r->e, TTP_ERR_MODEL, "%s: the graph does not end in one row an image", r->path);
     if (!model_add(r->m, MODEL_SOFTMAX, "softmax (added)", r->e)) return r->e->status;
   }
   TRY(shapes(r));
@@ -457,8 +461,8 @@ static ttp_status check_opset(const reader* r, const Onnx__ModelProto* mp) {
     const Onnx__OperatorSetIdProto* o = mp->opset_import[i];
     if (o->domain && o->domain[0] && strcmp(o->domain, "ai.onnx") != 0) continue;
     if (!o->has_version || o->version < OPSET_LOW || o->version > OPSET_HIGH)
-      return ERR(r->e, TTP_ERR_MODEL, "%s: opset %lld of the default domain: ttapipe reads %d to %d",
-                 r->path, (long long)o->version, OPSET_LOW, OPSET_HIGH);
+      return ERR(r->e, TTP_ERR_MODEL, "%s: opset %lld of the default domain: ttapipe reads %d "
+                 "to %d", r->path, (long long)o->version, OPSET_LOW, OPSET_HIGH);
     return TTP_OK;
   }
   return ERR(r->e, TTP_ERR_MODEL, "%s: no opset of the default domain", r->path);
@@ -475,7 +479,8 @@ ttp_status io_load_onnx(const char* path, model** out, ttp_err* e) {
   }
   Onnx__ModelProto* mp = onnx__model_proto__unpack(NULL, size, data);
   free(data);
-  if (!mp) return ERR(e, TTP_ERR_FORMAT, "%s: not an ONNX model (the protobuf does not parse)", path);
+  if (!mp)
+    return ERR(e, TTP_ERR_FORMAT, "%s: not an ONNX model (the protobuf does not parse)", path);
   reader r = {.path = path, .g = mp->graph, .e = e};
   ttp_status s = mp->graph ? check_opset(&r, mp)
                            : ERR(e, TTP_ERR_FORMAT, "%s: not an ONNX model (no graph)", path);

@@ -24,8 +24,9 @@ extern "C" {
 
 /* cudaMalloc for what the engines hold from open to close. Out of device memory, the record
    names what it was for and the sizes: "not enough device memory on GPU 0 for the activations of
-   32768-image batches: 1.2 GiB wanted, 310 MiB free of 79.2 GiB" (TTP_ERR_OUT_OF_MEMORY; the
-   device stays usable); any other failure CUDA's message (TTP_ERR_CUDA). *p is NULL on failure. */
+   8192-image batches (40960 copies): 450 MiB wanted, 262 MiB free of 79 GiB"
+   (TTP_ERR_OUT_OF_MEMORY; the device stays usable); any other failure CUDA's message
+   (TTP_ERR_CUDA). *p is NULL on failure. */
 ttp_status gpu_alloc(void** p, size_t bytes, const char* what, ttp_err* e);
 
 /* cudaMallocHost (pinned host memory) likewise. */

@@ -1391,7 +1391,8 @@ inline int fc1_rows(const fused_shape& s) {
 
 // A batch of more copies than SMs: the small batches' kernel built for it (small_kernel's
 // kWide: tickets taken after an item, stage 2 in fp16 several copies an item, fc1 in fp16 two
-// row tiles an item staged, or two n tiles a warp where staging does not fit). Apart, so that the batches of fewer run the code measured for them (with both
+// row tiles an item staged, or two n tiles a warp where staging does not fit). Apart, so that
+// the batches of fewer run the code measured for them (with both
 // in one kernel, a batch of one in fp16 took ~2 us longer, H100).
 inline bool small_wide(const fused_shape& s, int count) {
   return count * s.copies > s.sms;
