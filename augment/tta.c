@@ -67,9 +67,20 @@ ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge, 
       .noise = t->noise,
       .seed_lo = (uint32_t)t->seed,
       .seed_hi = (uint32_t)(t->seed >> 32),
+      .scaled = 0,
+      .std = {1.0f, 1.0f, 1.0f},
   };
   *merge = t->merge;
   return TTP_OK;
+}
+
+void aug_spec_scale(aug_spec* s, const float mean[3], const float std[3], int channels) {
+  s->scaled = 0;
+  for (int c = 0; c < 3; c++) {
+    s->mean[c] = c < channels ? mean[c] : 0.0f;
+    s->std[c] = c < channels ? std[c] : 1.0f;
+    s->scaled |= s->mean[c] != 0.0f || s->std[c] != 1.0f;
+  }
 }
 
 uint64_t aug_image_key(const uint8_t* pixels, size_t n) {
@@ -78,18 +89,18 @@ uint64_t aug_image_key(const uint8_t* pixels, size_t n) {
   return aug_key_finish(sum);
 }
 
-void aug_make_copy(const aug_spec* s, uint64_t key, int copy, const uint8_t* image, int rows,
-                   int cols, float* out) {
+void aug_make_copy(const aug_spec* s, uint64_t key, int copy, const uint8_t* image, int channels,
+                   int rows, int cols, float* out) {
   aug_params p = aug_copy_params(s, key, (uint32_t)copy);
-  int n = rows * cols;
+  const int plane = rows * cols, n = channels * plane;
   for (int block = 0; 4 * block < n; block++) {
     float noise[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (!p.identity) aug_noise4(s, key, (uint32_t)copy, (uint32_t)block, noise);
     for (int j = 0; j < 4 && 4 * block + j < n; j++) {
-      int i = 4 * block + j;
-      int src = aug_source_index(&p, i / cols, i % cols, rows, cols);
-      float x = src < 0 ? 0.0f : (float)image[src] / 255.0f;
-      out[i] = aug_pixel(s, &p, x, noise[j]);
+      const int i = 4 * block + j, channel = i / plane, at = i % plane;
+      const int src = aug_source_index(&p, at / cols, at % cols, rows, cols);
+      const float x = src < 0 ? 0.0f : (float)image[channel * plane + src] / 255.0f;
+      out[i] = aug_pixel(s, &p, channel, x, noise[j]);
     }
   }
 }

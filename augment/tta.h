@@ -20,13 +20,18 @@ enum { AUG_MAX_COPIES = 64, AUG_MAX_SHIFT = 16 };
    is). Refusals name the field and its allowed range. */
 ttp_status aug_spec_from(const ttp_tta* t, aug_spec* out, ttp_merge* merge, ttp_err* e);
 
+/* Sets the spec's input scaling (tta_core.h) for an input of `channels` channels: off where
+   every channel's is mean 0, std 1 (the copies' bits are then those of no scaling at all). */
+void aug_spec_scale(aug_spec* s, const float mean[3], const float std[3], int channels);
+
 /* The 64-bit key of an image of n pixels: the only thing besides the seed and the copy index
    that its augmentation depends on. */
 uint64_t aug_image_key(const uint8_t* pixels, size_t n);
 
-/* Copy `copy` (0..N-1) of an image of rows x cols bytes, as rows x cols floats in out. */
-void aug_make_copy(const aug_spec* s, uint64_t key, int copy, const uint8_t* image, int rows,
-                   int cols, float* out);
+/* Copy `copy` (0..N-1) of an image of channels x rows x cols bytes (planar), as as many floats
+   in out. */
+void aug_make_copy(const aug_spec* s, uint64_t key, int copy, const uint8_t* image, int channels,
+                   int rows, int cols, float* out);
 
 #ifdef __cplusplus
 }

@@ -91,22 +91,26 @@ __device__ void aug_block_params(const aug_spec& spec, uint64_t key, int first, 
     params[c] = aug_copy_params(&spec, key, (uint32_t)(first + c));
 }
 
-// Copy c of the image (shared, rows x cols) with parameters p into dst: pixel (y, x) at
-// dst[y pitch + x]. Each thread makes four consecutive pixels at a time (one Philox call gives
-// their noise; one division finds the first one's row).
+// Copy c of the image (shared, channels x rows x cols) with parameters p into dst: pixel (y, x)
+// of channel ch at dst[(ch rows + y) pitch + x]. Each thread makes four consecutive pixels at a
+// time (one Philox call gives their noise; one division finds the first one's place).
 template <int THREADS, typename T, typename Image>
 __device__ void aug_block_copy(const aug_spec& spec, const aug_params& p, uint64_t key, int c,
-                               const Image* image, int rows, int cols, T* dst, int pitch) {
-  const int n = rows * cols, groups = (n + 3) / 4;
+                               const Image* image, int channels, int rows, int cols, T* dst,
+                               int pitch) {
+  const int plane = rows * cols, n = channels * plane, groups = (n + 3) / 4;
   for (int g = threadIdx.x; g < groups; g += THREADS) {
     float noise[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (!p.identity) aug_noise4(&spec, key, (uint32_t)c, (uint32_t)g, noise);
-    int y = 4 * g / cols, x = 4 * g - y * cols;
+    int ch = 4 * g / plane, y = (4 * g - ch * plane) / cols, x = 4 * g - ch * plane - y * cols;
     for (int j = 0; j < 4 && 4 * g + j < n; j++) {
       const int s = aug_source_index(&p, y, x, rows, cols);
-      const float v = s < 0 ? 0.0f : aug_pixel_at(image, s);
-      dst[y * pitch + x] = aug_to<T>(aug_pixel(&spec, &p, v, noise[j]));
-      if (++x == cols) x = 0, y++;
+      const float v = s < 0 ? 0.0f : aug_pixel_at(image, ch * plane + s);
+      dst[(ch * rows + y) * pitch + x] = aug_to<T>(aug_pixel(&spec, &p, ch, v, noise[j]));
+      if (++x == cols) {
+        x = 0;
+        if (++y == rows) y = 0, ch++;
+      }
     }
   }
 }

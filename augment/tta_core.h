@@ -40,6 +40,10 @@ typedef struct aug_spec {
   float brightness_lo, brightness_hi;
   float noise;
   uint32_t seed_lo, seed_hi;
+  /* The model's input scaling, applied last: (v - mean[c]) / std[c] for channel c, when scaled
+     (aug_spec_from leaves it off: mean 0, std 1, and the pipeline sets it from the model). */
+  int scaled;
+  float mean[3], std[3];
 } aug_spec;
 
 /* One copy's parameters. */
@@ -170,7 +174,8 @@ AUG_FN aug_params aug_copy_params(const aug_spec* s, uint64_t key, uint32_t copy
   return p;
 }
 
-/* The noise of pixels 4 block .. 4 block + 3 (row-major index in the output) of a copy.
+/* The noise of pixels 4 block .. 4 block + 3 of a copy, by their index in the output's C x H x W
+   values (each channel draws its own noise).
    Uniform: noise (2u - 1), in [-noise, noise). Gaussian: noise z, z standard normal by the
    Box-Muller transform of two pairs of uniforms. */
 AUG_FN void aug_noise4(const aug_spec* s, uint64_t key, uint32_t copy, uint32_t block,
@@ -189,17 +194,23 @@ AUG_FN void aug_noise4(const aug_spec* s, uint64_t key, uint32_t copy, uint32_t 
   }
 }
 
-/* The output pixel: clamp((contrast x + brightness) + noise), x the source pixel / 255 (0 where
-   the shift brought in nothing), each operation rounded to float in this order. */
-AUG_FN float aug_pixel(const aug_spec* s, const aug_params* p, float x, float noise) {
+/* The output pixel of a channel: clamp((contrast x + brightness) + noise), x the source pixel /
+   255 (0 where the shift brought in nothing), then the scaling (v - mean) / std, each operation
+   rounded to float in this order. */
+AUG_FN float aug_pixel(const aug_spec* s, const aug_params* p, int channel, float x, float noise) {
   float v = p->contrast * x;
   v = v + p->brightness;
   v = v + noise;
   if (s->clamp) v = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+  if (s->scaled) {
+    v = v - s->mean[channel];
+    v = v / s->std[channel];
+  }
   return v;
 }
 
-/* The source pixel of output (y, x) for a copy's shift, or -1 where it lies outside. */
+/* The source pixel of output (y, x) of a plane for a copy's shift (every channel moves alike), its
+   index in the plane, or -1 where it lies outside. */
 AUG_FN int aug_source_index(const aug_params* p, int y, int x, int rows, int cols) {
   int sy = y - p->dy, sx = x - p->dx;
   return sy < 0 || sy >= rows || sx < 0 || sx >= cols ? -1 : sy * cols + sx;

@@ -13,32 +13,34 @@ constexpr int kThreads = 256;
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    aug_kernel(aug_spec spec, const uint8_t* __restrict__ images, int rows, int cols,
-               T* __restrict__ out) {
+    aug_kernel(aug_spec spec, const uint8_t* __restrict__ images, int channels, int rows,
+               int cols, T* __restrict__ out) {
   __shared__ aug_params params[AUG_MAX_COPIES];
   extern __shared__ uint8_t image[];
-  const int n = rows * cols;
+  const int n = channels * rows * cols;
   const uint64_t key = aug_block_load<kThreads>(images + (size_t)blockIdx.x * n, n, image);
   aug_block_params<kThreads>(spec, key, 0, spec.copies, params);
   __syncthreads();
   for (int c = 0; c < spec.copies; c++)
-    aug_block_copy<kThreads>(spec, params[c], key, c, image, rows, cols,
+    aug_block_copy<kThreads>(spec, params[c], key, c, image, channels, rows, cols,
                              out + ((size_t)blockIdx.x * spec.copies + c) * n, cols);
 }
 
 }  // namespace
 
-extern "C" ttp_status aug_launch(const aug_spec* spec, const uint8_t* images, int count, int rows,
-                                 int cols, aug_out_type type, void* out, cudaStream_t stream,
-                                 ttp_err* e) {
-  if (count < 1 || rows < 1 || cols < 1 || rows * cols > AUG_MAX_PIXELS)
-    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "aug_launch: %d images of %dx%d", count, rows, cols);
-  const size_t shared = (size_t)rows * cols;
+extern "C" ttp_status aug_launch(const aug_spec* spec, const uint8_t* images, int count,
+                                 int channels, int rows, int cols, aug_out_type type, void* out,
+                                 cudaStream_t stream, ttp_err* e) {
+  if (count < 1 || channels < 1 || channels > 3 || rows < 1 || cols < 1 ||
+      channels * rows * cols > AUG_MAX_PIXELS)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "aug_launch: %d images of %dx%dx%d", count, channels,
+               rows, cols);
+  const size_t shared = (size_t)channels * rows * cols;
   if (type == AUG_OUT_HALF)
-    aug_kernel<__half><<<count, kThreads, shared, stream>>>(*spec, images, rows, cols,
+    aug_kernel<__half><<<count, kThreads, shared, stream>>>(*spec, images, channels, rows, cols,
                                                             static_cast<__half*>(out));
   else
-    aug_kernel<float><<<count, kThreads, shared, stream>>>(*spec, images, rows, cols,
+    aug_kernel<float><<<count, kThreads, shared, stream>>>(*spec, images, channels, rows, cols,
                                                            static_cast<float*>(out));
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)

@@ -5,15 +5,28 @@ The network is exactly the sample's (shared/datasets/README.md): conv1 1->20 5x5
 max-pool 2x2/2 -> conv2 20->50 5x5 + bias -> max-pool 2x2/2 -> flatten (c, h, w) -> ip1 800->500
 + bias -> ReLU -> LRN across the 500 channels (n=5, alpha=1e-4, beta=0.75, k=1) -> ip2 500->10 +
 bias -> softmax; input pixel/255, white strokes on black. The directory it writes holds the raw
-little-endian float32 files of the mnistCUDNN layout, labels.txt, a README with the command line,
-data, epochs, time and accuracy, and reference.csv: this script's own evaluation (the accuracy
-and the softmax outputs of the first held-out images), which tests/e2e/test_models.c checks
-ttapipe's CPU engine against.
+little-endian float32 files of the mnistCUDNN layout, labels.txt, model.onnx (the same network
+and weights as ONNX, see below), a README with the command line, data, epochs, time and
+accuracy, and reference.csv: this script's own evaluation (the accuracy and the softmax outputs
+of the first held-out images), which tests/e2e/test_models.c checks ttapipe's CPU engine against.
 
     python3 datasets/train.py --data ../shared/datasets/mnist --train 0:8000 --test 8000:10000 \
         --epochs 15 --shift 2 --labels digits --out models/lenet-mnist
     python3 datasets/train.py --data /usr/share/datasets/fashion-mnist --train-set train \
         --epochs 12 --labels fashion --out models/lenet-fashion
+
+With --from DIR nothing is trained: the weights are read from DIR's mnistCUDNN .bin files and the
+class names from DIR/labels.txt, and only DIR/model.onnx is (re)written; the other files are left
+alone (--data and --labels are not needed):
+
+    python3 datasets/train.py --from models/lenet-mnist
+
+model.onnx is torch.onnx.export's output, opset 13, float32, batch fixed at 1 (input "input"
+[1,1,28,28], output "logits" [1,10], static shapes), with the class names in its metadata_props
+entry "labels" (one a line, as labels.txt). The LRN is written as ONNX's own LRN node (PyTorch
+would write local_response_norm as a subgraph of Mul, Pad, AveragePool, Pow and Div): the ip1
+output [1,500] becomes [1,500,1,1] through one Unsqueeze (axes 2, 3), then LRN, then one Squeeze
+(axes 2, 3) back to [1,500].
 
 Works with Debian's python3-torch on the CPU (/usr/bin/python3) and with the GPU machine's
 PyTorch. Seeds are fixed; on the CPU a run is repeatable.
@@ -60,6 +73,44 @@ def find(data_dir, kind, what):
     raise FileNotFoundError(f"no {kind}-{what} IDX file in {data_dir}")
 
 
+class ChannelLRN(torch.autograd.Function):
+    """local_response_norm across the channels of [N, C], exported as one ONNX LRN node.
+
+    forward and backward compute what F.local_response_norm on the [N, C, 1] view computes (the
+    backward recomputes it under autograd), so training is unchanged. The ONNX export writes
+    Unsqueeze (axes 2, 3) -> LRN -> Squeeze (axes 2, 3), the [N, C, 1, 1] form that ONNX's LRN takes.
+    The axes are given as Constant nodes (an input of Unsqueeze and Squeeze from opset 13 on).
+    Both conventions divide alpha by size: x / (k + alpha / size * sum of squares) ** beta.
+    """
+
+    @staticmethod
+    def _lrn(x, size, alpha, beta, k):
+        return F.local_response_norm(x.unsqueeze(2), size=size, alpha=alpha, beta=beta, k=k).squeeze(2)
+
+    @staticmethod
+    def forward(ctx, x, size, alpha, beta, k):
+        ctx.save_for_backward(x)
+        ctx.params = (size, alpha, beta, k)
+        return ChannelLRN._lrn(x, size, alpha, beta, k)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            y = ChannelLRN._lrn(x, *ctx.params)
+        (dx,) = torch.autograd.grad(y, x, grad)
+        return dx, None, None, None, None
+
+    @staticmethod
+    def symbolic(g, x, size, alpha, beta, k):
+        def axes():  # one Constant node for each use, as PyTorch's own exports write them
+            return g.op("Constant", value_t=torch.tensor([2, 3], dtype=torch.int64))
+
+        y = g.op("LRN", g.op("Unsqueeze", x, axes()), size_i=size, alpha_f=alpha, beta_f=beta, bias_f=k)
+        return g.op("Squeeze", y, axes())
+
+
 class LeNet(nn.Module):
     """The mnistCUDNN network."""
 
@@ -74,7 +125,7 @@ class LeNet(nn.Module):
         x = F.max_pool2d(self.conv1(x), 2, 2)
         x = F.max_pool2d(self.conv2(x), 2, 2)
         x = F.relu(self.ip1(x.flatten(1)))
-        x = F.local_response_norm(x.unsqueeze(2), size=5, alpha=1e-4, beta=0.75, k=1.0).squeeze(2)
+        x = ChannelLRN.apply(x, 5, 1e-4, 0.75, 1.0)
         return self.ip2(x)
 
 
@@ -96,6 +147,46 @@ def write_model(model, out, labels):
         tensor.bias.detach().numpy().astype("<f4").tofile(os.path.join(out, f"{name}.bias.bin"))
     with open(os.path.join(out, "labels.txt"), "w") as f:
         f.write("\n".join(labels) + "\n")
+    write_onnx(model, os.path.join(out, "model.onnx"), labels)
+
+
+def write_onnx(model, path, labels):
+    """The network as ONNX (opset 13, float32 on the CPU, batch 1, static shapes) with its class
+    names in metadata_props "labels"."""
+    import warnings
+
+    import onnx  # only needed here: Debian's python3-onnx
+
+    model = model.cpu().float().eval()
+    with torch.no_grad(), warnings.catch_warnings():
+        # PyTorch 1.13 warns (FutureWarning) that g.op, which ChannelLRN.symbolic calls, will
+        # move in 1.14; it works in 1.13
+        warnings.filterwarnings("ignore", message=".*_graph_op.*")
+        torch.onnx.export(model, torch.zeros(1, 1, 28, 28), path, opset_version=13,
+                          input_names=["input"], output_names=["logits"])
+    m = onnx.load(path)
+    m.metadata_props.add(key="labels", value="\n".join(labels))
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def read_model(directory):
+    """A LeNet with the weights of a model directory's mnistCUDNN .bin files, and its class names."""
+    model = LeNet()
+    for name, layer in [("conv1", model.conv1), ("conv2", model.conv2), ("ip1", model.ip1),
+                        ("ip2", model.ip2)]:
+        for suffix, param in [("", layer.weight), (".bias", layer.bias)]:
+            path = os.path.join(directory, f"{name}{suffix}.bin")
+            data = np.fromfile(path, dtype="<f4")
+            if data.size != param.numel():
+                raise SystemExit(f"{path}: {data.size} floats, {param.numel()} expected")
+            with torch.no_grad():
+                param.copy_(torch.from_numpy(data.astype(np.float32)).reshape(param.shape))
+    with open(os.path.join(directory, "labels.txt")) as f:
+        labels = f.read().splitlines()
+    if len(labels) != 10:
+        raise SystemExit(f"{directory}/labels.txt: {len(labels)} lines, 10 expected")
+    return model.eval(), labels
 
 
 def parse_range(text, n):
@@ -108,7 +199,9 @@ def parse_range(text, n):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, help="folder of the IDX files")
+    ap.add_argument("--from", dest="from_dir", metavar="DIR",
+                    help="train nothing: write DIR/model.onnx from DIR's .bin files and labels.txt")
+    ap.add_argument("--data", help="folder of the IDX files")
     ap.add_argument("--train-set", default="t10k", choices=["train", "t10k"],
                     help="the IDX set trained on (default t10k: MNIST's training set is not here)")
     ap.add_argument("--train", default=":", help="range of the training set, A:B (default all)")
@@ -118,11 +211,19 @@ def main():
     ap.add_argument("--lr", type=float, default=0.05, help="peak of the one-cycle schedule")
     ap.add_argument("--shift", type=int, default=0, help="random shifts of up to this many pixels")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--labels", choices=sorted(LABELS), required=True)
+    ap.add_argument("--labels", choices=sorted(LABELS))
     ap.add_argument("--reference", type=int, default=100, help="held-out images in reference.csv")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
     args = ap.parse_args()
+    if args.from_dir:
+        model, labels = read_model(args.from_dir)
+        write_onnx(model, os.path.join(args.from_dir, "model.onnx"), labels)
+        print(f"wrote {os.path.join(args.from_dir, 'model.onnx')}")
+        return
+    missing = [f"--{n}" for n in ("data", "labels", "out") if getattr(args, n) is None]
+    if missing:
+        ap.error(f"{', '.join(missing)} required (or --from DIR)")
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -199,8 +300,11 @@ NVIDIA's mnistCUDNN LeNet (the sample's exact network), trained by `datasets/tra
 
 Files: the mnistCUDNN layout (raw little-endian float32: `conv1.bin`, `conv1.bias.bin`,
 `conv2.bin`, `conv2.bias.bin`, `ip1.bin`, `ip1.bias.bin`, `ip2.bin`, `ip2.bias.bin`),
-`labels.txt`, and `reference.csv`: the script's own evaluation (the number of correct images and
-the softmax outputs of the first {min(args.reference, len(tx))} held-out images), which
+`labels.txt`, `model.onnx` (the same network and weights as ONNX: `torch.onnx.export`, opset 13,
+float32, batch 1, the LRN as one `LRN` node, the class names in `metadata_props` "labels"; it
+alone is rewritten by `python3 datasets/train.py --from DIR`), and `reference.csv`: the script's
+own evaluation (the number of correct images and the softmax outputs of the first
+{min(args.reference, len(tx))} held-out images), which
 `tests/e2e/test_models.c` checks ttapipe's CPU engine against.
 """)
 

@@ -101,8 +101,8 @@ static void* worker(void* arg) {
 }
 
 ttp_status io_pool_open(const char* const* paths, size_t count, int final,
-                        const ttp_image_options* options, int rows, int cols, int threads,
-                        size_t chunk, int window, io_pool** out, ttp_err* e) {
+                        const ttp_image_options* options, int channels, int rows, int cols,
+                        int threads, size_t chunk, int window, io_pool** out, ttp_err* e) {
   *out = NULL;
   if (threads < 1 || chunk < 1 || window < 1)
     return ERR(e, TTP_ERR_INTERNAL, "io_pool_open: %d threads, chunk %zu, window %d", threads,
@@ -110,13 +110,17 @@ ttp_status io_pool_open(const char* const* paths, size_t count, int final,
   io_pool* p = calloc(1, sizeof *p);
   if (!p) return ERR_NOMEM(e, sizeof *p);
   *p = (io_pool){.paths = paths, .known = count, .final = final, .chunk = chunk,
-                 .pixels = (size_t)rows * cols, .rows = rows, .cols = cols, .window = window,
-                 .threads = threads};
-  if (options) {
-    p->options = *options;
-  } else {
-    ttp_image_options_init(&p->options);
-  }
+                 .pixels = (size_t)channels * rows * cols, .rows = rows, .cols = cols,
+                 .window = window, .threads = threads};
+  /* The caller's options as far as its struct goes (io_load_image checks them), the model's
+     channels. */
+  ttp_image_options_init(&p->options);
+  if (options && options->struct_size <= sizeof p->options)
+    memcpy(&p->options, options, options->struct_size);
+  else if (options)
+    memcpy(&p->options, options, sizeof p->options);
+  p->options.struct_size = sizeof p->options;
+  p->options.channels = channels;
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->work, NULL);
   pthread_cond_init(&p->ready, NULL);

@@ -29,10 +29,11 @@ typedef struct io_outcome {
 /* Starts `threads` workers. paths[0 .. count-1]: the files known now (kept by pointer, not
    copied, until io_pool_close); final: no more will come (else io_pool_append adds them and
    io_pool_finish ends the list). window: at most this many chunks provided and not yet
-   released at a time. options: as ttp_load_image's (NULL: the defaults). */
+   released at a time. options: as ttp_load_image's (NULL: the defaults), their channels
+   replaced by `channels`; each image is channels x rows x cols bytes. */
 ttp_status io_pool_open(const char* const* paths, size_t count, int final,
-                        const ttp_image_options* options, int rows, int cols, int threads,
-                        size_t chunk, int window, io_pool** out, ttp_err* e);
+                        const ttp_image_options* options, int channels, int rows, int cols,
+                        int threads, size_t chunk, int window, io_pool** out, ttp_err* e);
 
 /* Appends n files (the pool takes the strings, malloc'd, and frees them at close). */
 ttp_status io_pool_append(io_pool* pool, char** paths, size_t n, ttp_err* e);

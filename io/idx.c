@@ -84,18 +84,30 @@ static ttp_status read_elements(gzFile gz, const char* path, const char* what, s
   return TTP_OK;
 }
 
-static ttp_status parse(gzFile gz, const char* path, int ndims, const char* what, size_t max_bytes,
-                        uint32_t dims[IDX_MAX_DIMS], uint8_t** data, ttp_err* e) {
+static ttp_status parse(gzFile gz, const char* path, int min_dims, int max_dims, const char* what,
+                        size_t max_bytes, uint32_t dims[IDX_MAX_DIMS], int* dims_out,
+                        uint8_t** data, ttp_err* e) {
   uint8_t header[4 + 4 * IDX_MAX_DIMS];
-  size_t header_size = 4 + 4 * (size_t)ndims, got;
-  TRY(gz_read(gz, path, header, header_size, &got, e));
+  size_t got;
+  TRY(gz_read(gz, path, header, 4, &got, e));
   if (got == 0) return ERR(e, TTP_ERR_FORMAT, "%s: empty file", path);
-  if (got >= 4 && (header[0] != 0 || header[1] != 0 || header[2] != 0x08 || header[3] != ndims))
-    return ERR(e, TTP_ERR_FORMAT, "%s: not an IDX %s file (magic 0x%08x, expected 0x%08x)", path,
-               what, be32(header), 0x0800u | (unsigned)ndims);
-  if (got < header_size)
-    return ERR(e, TTP_ERR_FORMAT, "%s: truncated header (%zu of %zu bytes)", path, got,
-               header_size);
+  const int ndims = got == 4 ? header[3] : 0;
+  if (got == 4 && (header[0] != 0 || header[1] != 0 || header[2] != 0x08 || ndims < min_dims ||
+                   ndims > max_dims)) {
+    if (min_dims == max_dims)
+      return ERR(e, TTP_ERR_FORMAT, "%s: not an IDX %s file (magic 0x%08x, expected 0x%08x)",
+                 path, what, be32(header), 0x0800u | (unsigned)min_dims);
+    return ERR(e, TTP_ERR_FORMAT, "%s: not an IDX %s file (magic 0x%08x, expected 0x%08x to "
+               "0x%08x)", path, what, be32(header), 0x0800u | (unsigned)min_dims,
+               0x0800u | (unsigned)max_dims);
+  }
+  const size_t header_size = 4 + 4 * (size_t)ndims;
+  size_t more = 0;
+  if (got == 4) TRY(gz_read(gz, path, header + 4, header_size - 4, &more, e));
+  if (got + more < header_size)
+    return ERR(e, TTP_ERR_FORMAT, "%s: truncated header (%zu of %zu bytes)", path, got + more,
+               got < 4 ? (size_t)4 : header_size);
+  *dims_out = ndims;
   size_t total = 1;
   for (int i = 0; i < ndims; i++) {
     dims[i] = be32(header + 4 + 4 * i);
@@ -109,10 +121,13 @@ static ttp_status parse(gzFile gz, const char* path, int ndims, const char* what
   return read_elements(gz, path, what, total, data, e);
 }
 
-ttp_status idx_read(const char* path, int ndims, const char* what, size_t max_bytes,
-                    uint32_t dims[IDX_MAX_DIMS], uint8_t** data, ttp_err* e) {
+ttp_status idx_read(const char* path, int min_dims, int max_dims, const char* what,
+                    size_t max_bytes, uint32_t dims[IDX_MAX_DIMS], int* ndims, uint8_t** data,
+                    ttp_err* e) {
   *data = NULL;
-  if (ndims < 1 || ndims > IDX_MAX_DIMS || max_bytes > ((size_t)1 << 62))
+  *ndims = 0;
+  if (min_dims < 1 || max_dims < min_dims || max_dims > IDX_MAX_DIMS ||
+      max_bytes > ((size_t)1 << 62))
     return ERR(e, TTP_ERR_INTERNAL, "idx_read: bad arguments");
   int fd;
   size_t size;
@@ -123,7 +138,7 @@ ttp_status idx_read(const char* path, int ndims, const char* what, size_t max_by
     return ERR(e, TTP_ERR_OUT_OF_MEMORY, "%s: gzdopen failed", path);
   }
   gzbuffer(gz, 1 << 16);
-  ttp_status s = parse(gz, path, ndims, what, max_bytes, dims, data, e);
+  ttp_status s = parse(gz, path, min_dims, max_dims, what, max_bytes, dims, ndims, data, e);
   gzclose_r(gz);
   return s;
 }

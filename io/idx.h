@@ -10,15 +10,17 @@
 
 #include "../pipeline/error.h"
 
-enum { IDX_MAX_DIMS = 3 };
+enum { IDX_MAX_DIMS = 4 };
 
-/* Reads an IDX file of unsigned bytes with exactly ndims dimensions (1 for labels, 3 for
-   images). dims[0..ndims-1] receive the dimensions; *data (malloc'd, dims[0] x .. bytes) the
+/* Reads an IDX file of unsigned bytes with min_dims to max_dims dimensions (1 for labels, 3 for
+   grey images [n, rows, cols], 4 for images of channels [n, c, rows, cols]). *ndims receives
+   their number, dims[0..*ndims-1] the dimensions; *data (malloc'd, dims[0] x .. bytes) the
    elements. what ("images", "labels") names the file's role in messages.
    Refuses: a wrong magic, a zero dimension, more than max_bytes of elements, fewer elements than
    declared (truncation) and data after them, and corrupt gzip streams. Allocates as the data
    arrives, never what a header merely claims. */
-ttp_status idx_read(const char* path, int ndims, const char* what, size_t max_bytes,
-                    uint32_t dims[IDX_MAX_DIMS], uint8_t** data, ttp_err* e);
+ttp_status idx_read(const char* path, int min_dims, int max_dims, const char* what,
+                    size_t max_bytes, uint32_t dims[IDX_MAX_DIMS], int* ndims, uint8_t** data,
+                    ttp_err* e);
 
 #endif

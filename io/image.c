@@ -18,6 +18,7 @@ void ttp_image_options_init(ttp_image_options* o) {
   o->center = TTP_CENTER_NONE;
   o->max_width = o->max_height = IMAGE_MAX_SIDE;
   o->max_file_bytes = (size_t)64 << 20;
+  o->channels = 1;
 }
 
 void io_raster_free(io_raster* r) {
@@ -74,6 +75,10 @@ static ttp_status take_options(const ttp_image_options* given, ttp_image_options
       o->max_height > IMAGE_MAX_SIDE)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "image size limits must be 1..%d, not %dx%d",
                IMAGE_MAX_SIDE, o->max_width, o->max_height);
+  if (o->channels != 1 && o->channels != 3)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "images of 1 or 3 channels, not %d", o->channels);
+  if (o->channels == 3 && o->center == TTP_CENTER_MNIST)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "MNIST centring is for one-channel images");
   return TTP_OK;
 }
 

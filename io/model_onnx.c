@@ -2,6 +2,7 @@
    protobuf parser is protoc-c's, generated at build time from Debian's onnx.proto. */
 #include "model_onnx.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +15,7 @@
 #include "model_labels.h"
 #include "onnx.pb-c.h"
 
-enum { OPSET_LOW = 7, OPSET_HIGH = 21, INPUT_LOW = 8, INPUT_HIGH = 64 };
+enum { OPSET_LOW = 7, OPSET_HIGH = 21, INPUT_LOW = TTP_MIN_SIDE, INPUT_HIGH = TTP_MAX_SIDE };
 
 /* What a node of the chain became: the layer it added (none for those dropped or folded) and the
    initializers its weights and bias come from. */
@@ -30,16 +31,66 @@ typedef struct planned {
 typedef struct reader {
   const char* path;
   const Onnx__GraphProto* g;
+  int64_t opset;
   model* m;
   planned* plan;
+  int weighted; /* the node whose Conv, Gemm or MatMul layer is the model's last, or -1 */
+  int pad;      /* a Pad waiting for the Conv or AveragePool it folds into: its padding */
+  size_t pad_node;
   ttp_err* e;
 } reader;
 
+/* A constant tensor by name: an initializer, or the value of a Constant node (PyTorch writes
+   those for a Pad's pads, a Clip's bounds, an Unsqueeze's axes). */
 static const Onnx__TensorProto* initializer(const reader* r, const char* name) {
+  if (!name) return NULL;
   for (size_t i = 0; i < r->g->n_initializer; i++)
     if (r->g->initializer[i]->name && strcmp(r->g->initializer[i]->name, name) == 0)
       return r->g->initializer[i];
+  for (size_t k = 0; k < r->g->n_node; k++) {
+    const Onnx__NodeProto* n = r->g->node[k];
+    if (!n->op_type || strcmp(n->op_type, "Constant") != 0 || n->n_output < 1 ||
+        !n->output[0] || strcmp(n->output[0], name) != 0)
+      continue;
+    for (size_t i = 0; i < n->n_attribute; i++)
+      if (n->attribute[i]->name && strcmp(n->attribute[i]->name, "value") == 0)
+        return n->attribute[i]->t;
+    return NULL;
+  }
   return NULL;
+}
+
+/* A constant's int64 values (typed or raw little-endian, as PyTorch writes them): at most max
+   into v, their number into *n; 0 when it is not such a tensor or holds more. */
+static int int64_values(const Onnx__TensorProto* t, int64_t* v, size_t max, size_t* n) {
+  if (!t || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64) return 0;
+  if (t->has_raw_data && t->raw_data.len > 0) {
+    if (t->raw_data.len % 8 || t->raw_data.len / 8 > max) return 0;
+    *n = t->raw_data.len / 8;
+    for (size_t i = 0; i < *n; i++) {
+      uint64_t u = 0;
+      for (int b = 7; b >= 0; b--) u = u << 8 | t->raw_data.data[8 * i + b];
+      memcpy(&v[i], &u, sizeof u);
+    }
+    return 1;
+  }
+  if (t->n_int64_data > max) return 0;
+  *n = t->n_int64_data;
+  for (size_t i = 0; i < *n; i++) v[i] = t->int64_data[i];
+  return 1;
+}
+
+/* A constant holding one float32 value (typed or raw). */
+static int float_value(const Onnx__TensorProto* t, float* v) {
+  if (!t || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) return 0;
+  if (t->has_raw_data && t->raw_data.len > 0) {
+    if (t->raw_data.len != 4) return 0;
+    *v = io_float_le(t->raw_data.data);
+    return 1;
+  }
+  if (t->n_float_data != 1) return 0;
+  *v = t->float_data[0];
+  return 1;
 }
 
 static const Onnx__AttributeProto* attribute(const Onnx__NodeProto* n, const char* name) {
@@ -100,7 +151,15 @@ static model_layer* add(reader* r, size_t k, model_op op) {
     snprintf(name, sizeof name, "%s%zu", model_op_name(op), k);
   model_layer* l = model_add(r->m, op, name, r->e);
   r->plan[k].layer = l ? r->m->layer_count - 1 : -1;
+  r->weighted = op == MODEL_CONV || op == MODEL_FC ? (int)k : -1;
   return l;
+}
+
+/* The padding of a Pad node before this Conv or AveragePool (0 when there is none), taken. */
+static int take_pad(reader* r) {
+  int pad = r->pad;
+  r->pad = 0;
+  return pad;
 }
 
 static int small_int(int64_t v, int lo, int hi) { return v >= lo && v <= hi; }
@@ -121,7 +180,7 @@ static ttp_status weight_inputs(const reader* r, size_t k, const Onnx__TensorPro
 
 static ttp_status conv_node(reader* r, size_t k) {
   const Onnx__NodeProto* n = r->g->node[k];
-  const Onnx__TensorProto *w, *b;
+  const Onnx__TensorProto *w = NULL, *b = NULL;
   TRY(weight_inputs(r, k, &w, &b));
   if (w->n_dims != 4 || !small_int(w->dims[0], 1, 4096) || !small_int(w->dims[2], 1, 64) ||
       !small_int(w->dims[3], 1, 64))
@@ -149,6 +208,7 @@ static ttp_status conv_node(reader* r, size_t k) {
       if (pads->ints[i] != pad) return node_error(r, k, "pads other than equal on every side");
     if (!small_int(pad, 0, 8)) return node_error(r, k, "padding %lld: 0..8", (long long)pad);
   }
+  pad += take_pad(r);
   model_layer* l = add(r, k, MODEL_CONV);
   if (!l) return r->e->status;
   l->p.conv.k = (int)w->dims[0], l->p.conv.r = (int)kernel[0], l->p.conv.s = (int)kernel[1];
@@ -157,27 +217,112 @@ static ttp_status conv_node(reader* r, size_t k) {
   return TTP_OK;
 }
 
-static ttp_status maxpool_node(reader* r, size_t k) {
+/* The padding of a node's pads attribute: equal on every side, 0..limit (absent: 0). */
+static ttp_status pads_attr(const reader* r, size_t k, int64_t limit, int64_t* pad) {
+  const Onnx__AttributeProto* pads = attribute(r->g->node[k], "pads");
+  *pad = 0;
+  if (!pads) return TTP_OK;
+  if (pads->n_ints != 4) return node_error(r, k, "pads of %zu values, not 4", pads->n_ints);
+  *pad = pads->ints[0];
+  for (int i = 1; i < 4; i++)
+    if (pads->ints[i] != *pad) return node_error(r, k, "pads other than equal on every side");
+  if (!small_int(*pad, 0, limit))
+    return node_error(r, k, "padding %lld: 0..%lld", (long long)*pad, (long long)limit);
+  return TTP_OK;
+}
+
+/* MaxPool or AveragePool (op): a 2-D window, equal strides, equal padding on every side smaller
+   than the window. An AveragePool after a Pad takes its zeros as counted padding. */
+static ttp_status pool_node(reader* r, size_t k, model_op op) {
   const Onnx__NodeProto* n = r->g->node[k];
-  int64_t kernel[2], stride[2];
+  int64_t kernel[2], stride[2], pad;
   if (!attribute(n, "kernel_shape") || !pair_attr(n, "kernel_shape", 1, kernel) ||
       !small_int(kernel[0], 1, 16) || !small_int(kernel[1], 1, 16))
     return node_error(r, k, "kernel_shape: two sizes of 1..16");
   if (!pair_attr(n, "strides", 1, stride) || stride[0] != stride[1] || !small_int(stride[0], 1, 16))
     return node_error(r, k, "strides: equal in both directions, 1..16");
-  if (!all_ints(n, "pads", 0)) return node_error(r, k, "padding");
+  const Onnx__AttributeProto* ap = attribute(n, "auto_pad");
+  if (ap && ap->has_s && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0))
+    return node_error(r, k, "auto_pad: give the pads");
+  TRY(pads_attr(r, k, 15, &pad));
   if (!all_ints(n, "dilations", 1)) return node_error(r, k, "dilations other than 1");
   if (int_attr(n, "ceil_mode", 0) != 0) return node_error(r, k, "ceil_mode");
   if (n->n_output > 1) return node_error(r, k, "the indices output");
-  model_layer* l = add(r, k, MODEL_MAXPOOL);
+  int count_pad = op == MODEL_AVGPOOL && int_attr(n, "count_include_pad", 0) != 0;
+  if (r->pad) {
+    if (op != MODEL_AVGPOOL) return node_error(r, k, "after a Pad (only a Conv or an AveragePool "
+                                               "takes its zeros)");
+    if (pad && !count_pad)
+      return node_error(r, k, "padding of its own, not counted, after a Pad's counted zeros");
+    pad += take_pad(r), count_pad = 1;
+  }
+  if (pad >= kernel[0] || pad >= kernel[1])
+    return node_error(r, k, "padding %lld not smaller than the %lldx%lld window", (long long)pad,
+                      (long long)kernel[0], (long long)kernel[1]);
+  model_layer* l = add(r, k, op);
   if (!l) return r->e->status;
   l->p.pool.r = (int)kernel[0], l->p.pool.s = (int)kernel[1], l->p.pool.stride = (int)stride[0];
+  l->p.pool.pad = (int)pad, l->p.pool.count_pad = count_pad;
+  return TTP_OK;
+}
+
+/* Pad in constant mode with zeros, equal on the four sides of H and W and none on N and C:
+   folded into the Conv or AveragePool that must come next. The pads and the value are an
+   attribute (opsets before 11) or constant inputs. */
+static ttp_status pad_node(reader* r, size_t k) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  const Onnx__AttributeProto* mode = attribute(n, "mode");
+  if (mode && mode->has_s && !(mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0))
+    return node_error(r, k, "a mode other than constant");
+  int64_t pads[8];
+  size_t count = 0;
+  float value = 0.0f;
+  if (r->opset < 11) {
+    const Onnx__AttributeProto* a = attribute(n, "pads");
+    if (!a || a->n_ints != 8) return node_error(r, k, "pads: 8 values (N, C, H, W; begins, ends)");
+    for (int i = 0; i < 8; i++) pads[i] = a->ints[i];
+    count = 8;
+    value = float_attr(n, "value", 0.0f);
+  } else {
+    if (n->n_input < 2 || !int64_values(initializer(r, n->input[1]), pads, 8, &count) ||
+        count != 8)
+      return node_error(r, k, "pads that are not a constant of 8 int64 values (N, C, H, W)");
+    if (n->n_input > 2 && n->input[2][0] &&
+        !float_value(initializer(r, n->input[2]), &value))
+      return node_error(r, k, "a constant_value that is not one float32 constant");
+    if (n->n_input > 3 && n->input[3][0]) return node_error(r, k, "axes");
+  }
+  if (value != 0.0f) return node_error(r, k, "padding with %g, not zeros", (double)value);
+  if (pads[0] || pads[1] || pads[4] || pads[5] || pads[3] != pads[2] || pads[6] != pads[2] ||
+      pads[7] != pads[2] || !small_int(pads[2], 0, 8))
+    return node_error(r, k, "padding other than 0..8 equal on the four sides of the image");
+  if (r->pad) return node_error(r, k, "a Pad after a Pad");
+  r->pad = (int)pads[2], r->pad_node = k;
+  return TTP_OK;
+}
+
+/* Clip: bounds as attributes (opsets before 11) or optional float32 constant inputs. */
+static ttp_status clip_node(reader* r, size_t k) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  float lo = -FLT_MAX, hi = FLT_MAX;
+  if (r->opset < 11) {
+    lo = float_attr(n, "min", lo), hi = float_attr(n, "max", hi);
+  } else {
+    for (int i = 1; i <= 2; i++)
+      if (n->n_input > (size_t)i && n->input[i][0] &&
+          !float_value(initializer(r, n->input[i]), i == 1 ? &lo : &hi))
+        return node_error(r, k, "its %s is not one float32 constant", i == 1 ? "min" : "max");
+  }
+  if (!(lo <= hi)) return node_error(r, k, "min %g above max %g", (double)lo, (double)hi);
+  model_layer* l = add(r, k, MODEL_CLIP);
+  if (!l) return r->e->status;
+  l->p.clip.lo = lo, l->p.clip.hi = hi;
   return TTP_OK;
 }
 
 static ttp_status gemm_node(reader* r, size_t k) {
   const Onnx__NodeProto* n = r->g->node[k];
-  const Onnx__TensorProto *w, *b;
+  const Onnx__TensorProto *w = NULL, *b = NULL;
   TRY(weight_inputs(r, k, &w, &b));
   if (int_attr(n, "transA", 0) != 0) return node_error(r, k, "transA");
   if (float_attr(n, "alpha", 1.0f) != 1.0f || float_attr(n, "beta", 1.0f) != 1.0f)
@@ -189,6 +334,58 @@ static ttp_status gemm_node(reader* r, size_t k) {
   if (!l) return r->e->status;
   l->p.fc.out = (int)w->dims[transpose ? 1 : 0];
   r->plan[k].weights = w, r->plan[k].bias = b, r->plan[k].transpose = transpose;
+  return TTP_OK;
+}
+
+/* MatMul by a constant [in][out] matrix: a fully connected layer without bias, which an Add of a
+   constant vector right after gives (add_node). */
+static ttp_status matmul_node(reader* r, size_t k) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  const Onnx__TensorProto* w = n->n_input == 2 ? initializer(r, n->input[1]) : NULL;
+  if (!w) return node_error(r, k, "its second input is not a constant matrix");
+  if (w->n_dims != 2 || !small_int(w->dims[0], 1, 1 << 20) || !small_int(w->dims[1], 1, 1 << 20))
+    return node_error(r, k, "a matrix of %zu dimensions, or of sizes out of range", w->n_dims);
+  model_layer* l = add(r, k, MODEL_FC);
+  if (!l) return r->e->status;
+  l->p.fc.out = (int)w->dims[1];
+  r->plan[k].weights = w, r->plan[k].transpose = 1;
+  return TTP_OK;
+}
+
+/* Add of a constant vector (the data in either input) right after a MatMul: its bias. */
+static ttp_status add_node(reader* r, size_t k, const char* data) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  planned* mm = r->weighted >= 0 ? &r->plan[r->weighted] : NULL;
+  const char* other = n->n_input == 2 ? n->input[strcmp(n->input[0], data) == 0 ? 1 : 0] : NULL;
+  const Onnx__TensorProto* b = other ? initializer(r, other) : NULL;
+  if (!mm || !mm->transpose || mm->bias || mm->norm[0] ||
+      strcmp(r->g->node[r->weighted]->op_type, "MatMul") != 0 ||
+      mm->layer != r->m->layer_count - 1)
+    return node_error(r, k, "not right after a MatMul (only there is an Add its bias)");
+  if (!b) return node_error(r, k, "its other input is not a constant");
+  mm->bias = b;
+  return TTP_OK;
+}
+
+/* Unsqueeze or Squeeze of one row an image (after a Gemm or Flatten: [N, K] and [N, K, 1, 1]
+   hold the same values in a CHW model) on axes 2 and up; axes as an attribute (opsets before 13)
+   or a constant input. */
+static ttp_status squeeze_node(reader* r, size_t k, int flat) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  if (!flat) return node_error(r, k, "on a tensor that is not one row an image");
+  int64_t axes[8];
+  size_t count = 0;
+  const Onnx__AttributeProto* a = attribute(n, "axes");
+  if (a) {
+    if (a->n_ints > 8) return node_error(r, k, "%zu axes", a->n_ints);
+    count = a->n_ints;
+    for (size_t i = 0; i < count; i++) axes[i] = a->ints[i];
+  } else if (n->n_input < 2 || !int64_values(initializer(r, n->input[1]), axes, 8, &count)) {
+    return node_error(r, k, "axes that are not given as constants");
+  }
+  if (count == 0) return node_error(r, k, "no axes (which would take the batch's too)");
+  for (size_t i = 0; i < count; i++)
+    if (!small_int(axes[i], 2, 5)) return node_error(r, k, "axis %lld: 2..5", (long long)axes[i]);
   return TTP_OK;
 }
 
@@ -221,13 +418,14 @@ static ttp_status reshape_node(reader* r, size_t k, int flat_size) {
   return TTP_OK;
 }
 
-/* BatchNormalization right after a Conv or Gemm (node k - 1): folded into its weights and bias
-   once they are read (fold_norm). */
+/* BatchNormalization right after a Conv, Gemm or MatMul (and its Add): folded into its weights
+   and bias once they are read (fold_norm). */
 static ttp_status norm_node(reader* r, size_t k) {
   const Onnx__NodeProto* n = r->g->node[k];
-  planned* before = k > 0 ? &r->plan[k - 1] : NULL;
-  if (!before || before->layer < 0 || !before->weights || before->norm[0])
-    return node_error(r, k, "not right after a Conv or Gemm (only there can it be folded)");
+  planned* before = r->weighted >= 0 ? &r->plan[r->weighted] : NULL;
+  if (!before || before->layer != r->m->layer_count - 1 || before->norm[0])
+    return node_error(r, k, "not right after a Conv, Gemm or MatMul (only there can it be "
+                      "folded)");
   if (n->n_input != 5) return node_error(r, k, "%zu inputs, not 5", n->n_input);
   if (int_attr(n, "training_mode", 0) != 0) return node_error(r, k, "training mode");
   for (size_t i = 1; i < n->n_output; i++)
@@ -241,19 +439,46 @@ static ttp_status norm_node(reader* r, size_t k) {
   return TTP_OK;
 }
 
-/* One node of the chain; *flat: whether the tensor is one row an image (after Gemm). */
-static ttp_status node_layer(reader* r, size_t k, int* flat) {
+static const char supported[] =
+    "Conv, MaxPool, AveragePool, Relu, LeakyRelu, Sigmoid, Tanh, Clip, Gemm, MatMul + Add, "
+    "Flatten, Reshape, Unsqueeze, Squeeze, LRN, Softmax, BatchNormalization, Pad, Constant, "
+    "Dropout, Identity";
+
+/* One node of the chain, whose data input is `data`; *flat: whether the tensor is one row an
+   image (after Gemm or Flatten). */
+static ttp_status node_layer(reader* r, size_t k, const char* data, int* flat) {
   const Onnx__NodeProto* n = r->g->node[k];
   const char* op = n->op_type ? n->op_type : "";
   if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
     return node_error(r, k, "operator domain '%s'", n->domain);
+  if (r->pad && strcmp(op, "Conv") != 0 && strcmp(op, "AveragePool") != 0)
+    return node_error(r, r->pad_node, "not followed by a Conv or an AveragePool (only those take "
+                      "its zeros)");
   if (strcmp(op, "Conv") == 0) return conv_node(r, k);
-  if (strcmp(op, "MaxPool") == 0) return maxpool_node(r, k);
+  if (strcmp(op, "MaxPool") == 0) return pool_node(r, k, MODEL_MAXPOOL);
+  if (strcmp(op, "AveragePool") == 0) return pool_node(r, k, MODEL_AVGPOOL);
+  if (strcmp(op, "Pad") == 0) return pad_node(r, k);
   if (strcmp(op, "Relu") == 0) return add(r, k, MODEL_RELU) ? TTP_OK : r->e->status;
+  if (strcmp(op, "Sigmoid") == 0) return add(r, k, MODEL_SIGMOID) ? TTP_OK : r->e->status;
+  if (strcmp(op, "Tanh") == 0) return add(r, k, MODEL_TANH) ? TTP_OK : r->e->status;
+  if (strcmp(op, "LeakyRelu") == 0) {
+    const float alpha = float_attr(n, "alpha", 0.01f);
+    if (!isfinite(alpha)) return node_error(r, k, "alpha %g", (double)alpha);
+    model_layer* l = add(r, k, MODEL_LEAKY_RELU);
+    if (!l) return r->e->status;
+    l->p.leaky.alpha = alpha;
+    return TTP_OK;
+  }
+  if (strcmp(op, "Clip") == 0) return clip_node(r, k);
   if (strcmp(op, "Gemm") == 0) {
     *flat = 1;
     return gemm_node(r, k);
   }
+  if (strcmp(op, "MatMul") == 0) {
+    if (!*flat) return node_error(r, k, "on a tensor that is not one row an image");
+    return matmul_node(r, k);
+  }
+  if (strcmp(op, "Add") == 0) return add_node(r, k, data);
   if (strcmp(op, "LRN") == 0) {
     const int64_t size = int_attr(n, "size", 0);
     if (!small_int(size, 1, 15)) return node_error(r, k, "size %lld: 1..15", (long long)size);
@@ -265,6 +490,8 @@ static ttp_status node_layer(reader* r, size_t k, int* flat) {
   }
   if (strcmp(op, "Softmax") == 0) {
     if (!*flat) return node_error(r, k, "softmax over a tensor that is not one row an image");
+    const int64_t axis = int_attr(n, "axis", r->opset < 13 ? 1 : -1);
+    if (axis != 1 && axis != -1) return node_error(r, k, "axis %lld", (long long)axis);
     return add(r, k, MODEL_SOFTMAX) ? TTP_OK : r->e->status;
   }
   if (strcmp(op, "Flatten") == 0) {
@@ -274,14 +501,16 @@ static ttp_status node_layer(reader* r, size_t k, int* flat) {
   }
   if (strcmp(op, "Reshape") == 0) {
     TRY(shapes(r)); /* the size flattened so far */
-    const model_shape s = r->m->layer_count ? r->m->layers[r->m->layer_count - 1].out : r->m->input;
+    const model_shape sh = r->m->layer_count ? r->m->layers[r->m->layer_count - 1].out
+                                             : r->m->input;
     *flat = 1;
-    return reshape_node(r, k, (int)model_shape_size(s));
+    return reshape_node(r, k, (int)model_shape_size(sh));
   }
+  if (strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Squeeze") == 0)
+    return squeeze_node(r, k, *flat);
   if (strcmp(op, "BatchNormalization") == 0) return norm_node(r, k);
   if (strcmp(op, "Dropout") == 0 || strcmp(op, "Identity") == 0) return TTP_OK;
-  return node_error(r, k, "operator not supported (ttapipe's: Conv, MaxPool, Relu, Gemm, "
-                    "Flatten, Reshape, LRN, Softmax, BatchNormalization, Dropout, Identity)");
+  return node_error(r, k, "operator not supported (ttapipe's: %s)", supported);
 }
 
 /* The single graph input that is not an initializer, as C x H x W. */
@@ -420,16 +649,28 @@ static ttp_status read_graph(reader* r) {
   if (!r->plan) return ERR_NOMEM(r->e, g->n_node * sizeof *r->plan);
   for (size_t k = 0; k < g->n_node; k++) r->plan[k].layer = -1;
   int flat = 0;
+  r->weighted = -1;
   for (size_t k = 0; k < g->n_node; k++) {
     const Onnx__NodeProto* n = g->node[k];
-    if (n->n_input < 1 || !n->input[0] || strcmp(n->input[0], current) != 0)
+    if (n->op_type && strcmp(n->op_type, "Constant") == 0) { /* a value, read where used */
+      if (n->n_output != 1 || !n->output[0] || !initializer(r, n->output[0]))
+        return node_error(r, k, "not one tensor value");
+      continue;
+    }
+    /* The chain's tensor is the node's first input (an Add's first or second). */
+    const int is_add = n->op_type && strcmp(n->op_type, "Add") == 0;
+    const int takes = n->n_input >= 1 && n->input[0] && strcmp(n->input[0], current) == 0;
+    const int takes_second =
+        is_add && n->n_input == 2 && n->input[1] && strcmp(n->input[1], current) == 0;
+    if (!takes && !takes_second)
       return node_error(r, k, "not a chain: it does not take '%s', the previous node's output",
                         current);
     if (n->n_output < 1 || !n->output[0] || !n->output[0][0])
       return node_error(r, k, "no output");
-    TRY(node_layer(r, k, &flat));
+    TRY(node_layer(r, k, current, &flat));
     current = n->output[0];
   }
+  if (r->pad) return node_error(r, r->pad_node, "the graph's last operator");
   if (g->n_output != 1 || !g->output[0]->name || strcmp(g->output[0]->name, current) != 0)
     return ERR(r->e, TTP_ERR_MODEL, "%s: the graph's output is not its last node's ('%s')",
                r->path, current);
@@ -456,16 +697,45 @@ static ttp_status read_graph(reader* r) {
   return r->e->status;
 }
 
-static ttp_status check_opset(const reader* r, const Onnx__ModelProto* mp) {
+static ttp_status check_opset(reader* r, const Onnx__ModelProto* mp) {
   for (size_t i = 0; i < mp->n_opset_import; i++) {
     const Onnx__OperatorSetIdProto* o = mp->opset_import[i];
     if (o->domain && o->domain[0] && strcmp(o->domain, "ai.onnx") != 0) continue;
     if (!o->has_version || o->version < OPSET_LOW || o->version > OPSET_HIGH)
       return ERR(r->e, TTP_ERR_MODEL, "%s: opset %lld of the default domain: ttapipe reads %d "
                  "to %d", r->path, (long long)o->version, OPSET_LOW, OPSET_HIGH);
+    r->opset = o->version;
     return TTP_OK;
   }
   return ERR(r->e, TTP_ERR_MODEL, "%s: no opset of the default domain", r->path);
+}
+
+/* metadata_props "mean" or "std" (key): one number, or one a channel, separated by commas (and
+   spaces); a std must be positive. */
+static ttp_status scaling(reader* r, const char* key, const char* text) {
+  const int is_std = strcmp(key, "std") == 0, channels = r->m->input.c;
+  float v[3];
+  int count = 0;
+  const char* at = text;
+  for (;;) {
+    char* end;
+    const double x = strtod(at, &end);
+    if (end == at || count == 3 || !(is_std ? x >= 1e-6 && x <= 1e6 : x >= -16 && x <= 16))
+      return ERR(r->e, TTP_ERR_MODEL, "%s: metadata '%s' is '%.60s': one number%s, or one a "
+                 "channel, separated by commas (%s)", r->path, key, text,
+                 channels > 1 ? " for all channels" : "",
+                 is_std ? "each 1e-6..1e6" : "each -16..16");
+    v[count++] = (float)x;
+    while (*end == ' ') end++;
+    if (*end == '\0') break;
+    if (*end != ',') count = 3; /* refused on the next turn */
+    at = end + 1;
+  }
+  if (count != 1 && count != channels)
+    return ERR(r->e, TTP_ERR_MODEL, "%s: metadata '%s' gives %d values for %d channel%s", r->path,
+               key, count, channels, channels == 1 ? "" : "s");
+  for (int c = 0; c < 3; c++) (is_std ? r->m->scaling.std : r->m->scaling.mean)[c] = v[c < count ? c : 0];
+  return TTP_OK;
 }
 
 ttp_status io_load_onnx(const char* path, model** out, ttp_err* e) {
@@ -487,11 +757,14 @@ ttp_status io_load_onnx(const char* path, model** out, ttp_err* e) {
   if (s == TTP_OK) s = read_graph(&r);
   for (size_t i = 0; s == TTP_OK && i < mp->n_metadata_props; i++) {
     const Onnx__StringStringEntryProto* kv = mp->metadata_props[i];
-    if (!kv->key || strcmp(kv->key, "labels") != 0 || !kv->value) continue;
-    char where[1100];
-    snprintf(where, sizeof where, "%s (metadata 'labels')", path);
-    s = io_parse_labels(where, kv->value, strlen(kv->value), r.m, e);
-    break;
+    if (!kv->key || !kv->value) continue;
+    if (strcmp(kv->key, "labels") == 0) {
+      char where[1100];
+      snprintf(where, sizeof where, "%s (metadata 'labels')", path);
+      s = io_parse_labels(where, kv->value, strlen(kv->value), r.m, e);
+    } else if (strcmp(kv->key, "mean") == 0 || strcmp(kv->key, "std") == 0) {
+      s = scaling(&r, kv->key, kv->value);
+    }
   }
   free(r.plan);
   onnx__model_proto__free_unpacked(mp, NULL);

@@ -178,8 +178,44 @@ static int preprocess_exact(const io_raster* r, const ttp_image_options* o, int 
   return 1;
 }
 
+/* A value of [0, 1] (clamped) as a byte. */
+static uint8_t to_byte(float v) {
+  v = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+  return (uint8_t)(v * 255.0f + 0.5f);
+}
+
+/* Three planes: each colour (grey repeated) in [0, 1], alpha over white, inverted when asked,
+   resized whole. */
+static ttp_status preprocess_rgb(const io_raster* r, const ttp_image_options* o, int rows,
+                                 int cols, uint8_t* out, ttp_err* e) {
+  const size_t n = (size_t)r->width * r->height, field = (size_t)rows * cols;
+  float* plane = malloc(n * sizeof *plane);
+  float* sized = malloc(field * sizeof *sized);
+  float* scratch = malloc((size_t)cols * r->height * sizeof *scratch);
+  ttp_status s = TTP_OK;
+  if (!plane || !sized || !scratch)
+    s = ERR_NOMEM(e, (n + field + (size_t)cols * r->height) * sizeof(float));
+  const int c = r->channels, colour = c >= 3;
+  for (int ch = 0; ch < 3 && s == TTP_OK; ch++) {
+    for (size_t i = 0; i < n; i++) {
+      const uint8_t* p = r->data + i * c;
+      float v = p[colour ? ch : 0] / 255.0f;
+      if (c == 2 || c == 4) { /* over white paper */
+        float a = p[c - 1] / 255.0f;
+        v = a * v + (1.0f - a);
+      }
+      plane[i] = o->invert == TTP_INVERT_YES ? 1.0f - v : v;
+    }
+    io_resample(plane, r->width, r->height, sized, cols, rows, scratch);
+    for (size_t i = 0; i < field; i++) out[ch * field + i] = to_byte(sized[i]);
+  }
+  free(plane), free(sized), free(scratch);
+  return s;
+}
+
 ttp_status io_preprocess(const io_raster* r, const ttp_image_options* o, int rows, int cols,
                          uint8_t* out, ttp_err* e) {
+  if (o->channels == 3) return preprocess_rgb(r, o, rows, cols, out, e);
   if (preprocess_exact(r, o, rows, cols, out)) return TTP_OK;
   io_grey g;
   TRY(io_to_grey(r, &g, e));
@@ -191,10 +227,7 @@ ttp_status io_preprocess(const io_raster* r, const ttp_image_options* o, int row
     s = o->center == TTP_CENTER_MNIST ? io_center_mnist(&g, rows, cols, field, e)
                                       : resize_whole(&g, rows, cols, field, e);
   if (s == TTP_OK)
-    for (size_t i = 0; i < (size_t)rows * cols; i++) {
-      float v = field[i] < 0.0f ? 0.0f : field[i] > 1.0f ? 1.0f : field[i];
-      out[i] = (uint8_t)(v * 255.0f + 0.5f);
-    }
+    for (size_t i = 0; i < (size_t)rows * cols; i++) out[i] = to_byte(field[i]);
   free(field);
   io_grey_free(&g);
   return s;

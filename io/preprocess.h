@@ -1,6 +1,7 @@
 /* From a decoded raster to the model's rows x cols grey bytes: grey (BT.601 luma, alpha over
    white), polarity (invert when asked, or when the border is light), and size (resize the whole
-   image, or centre it as MNIST was made). The steps and their constants are in ttapipe.h
+   image, or centre it as MNIST was made); or, for a colour model, to three planes of its size
+   (alpha over white, inverted only when asked, each plane resized). The steps and their constants are in ttapipe.h
    ("Image files"); the functions are separate so that tests can check each. */
 #ifndef TTP_IO_PREPROCESS_H
 #define TTP_IO_PREPROCESS_H
@@ -30,7 +31,7 @@ void io_resample(const float* src, int sw, int sh, float* dst, int dw, int dh, f
 /* The MNIST centring of g into rows x cols values (see ttapipe.h). */
 ttp_status io_center_mnist(const io_grey* g, int rows, int cols, float* out, ttp_err* e);
 
-/* All the steps, as the options say; out: rows x cols bytes. */
+/* All the steps, as the options say; out: o->channels x rows x cols bytes (planar). */
 ttp_status io_preprocess(const io_raster* r, const ttp_image_options* o, int rows, int cols,
                          uint8_t* out, ttp_err* e);
 

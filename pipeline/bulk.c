@@ -289,8 +289,9 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
                      ? TTP_OK : ERR_NOMEM(&p->err, capacity * (sizeof *r.results + classes * 4));
   io_pool_walk* walking = NULL;
   if (s == TTP_OK) /* a window of depth + 1: the slots in flight and the chunk being reported */
-    s = io_pool_open(walk ? NULL : paths, walk ? 0 : count, !walk, options, m->input.h,
-                     m->input.w, threads, capacity, p->stream.depth + 1, &r.pool, &p->err);
+    s = io_pool_open(walk ? NULL : paths, walk ? 0 : count, !walk, options, m->input.c,
+                     m->input.h, m->input.w, threads, capacity, p->stream.depth + 1, &r.pool,
+                     &p->err);
   if (s == TTP_OK && walk) s = io_pool_walk_start(r.pool, paths, count, walk, &walking, &p->err);
   r.walk = walking;
   if (s == TTP_OK) s = run_files(&r);

@@ -2,6 +2,7 @@
    descriptions) and the checks that let engines trust what they are given. */
 #include "model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,15 +41,32 @@ static ttp_status conv_infer(model_layer* l, ttp_err* e) {
   return TTP_OK;
 }
 
+/* Padding smaller than the window, so that every window holds a position of the input. */
 static ttp_status pool_infer(model_layer* l, ttp_err* e) {
-  int r = l->p.pool.r, s = l->p.pool.s, stride = l->p.pool.stride;
-  if (!in_range(r, 1, MAX_FILTER) || !in_range(s, 1, MAX_FILTER) || !in_range(stride, 1, MAX_STRIDE))
-    return ERR(e, TTP_ERR_MODEL, "layer %s: bad pooling window %dx%d stride %d", l->name, r, s,
-               stride);
-  if (r > l->in.h || s > l->in.w)
-    return ERR(e, TTP_ERR_MODEL, "layer %s: %dx%d window larger than its %dx%d input", l->name, r,
-               s, l->in.h, l->in.w);
-  l->out = (model_shape){l->in.c, (l->in.h - r) / stride + 1, (l->in.w - s) / stride + 1};
+  int r = l->p.pool.r, s = l->p.pool.s, stride = l->p.pool.stride, pad = l->p.pool.pad;
+  if (!in_range(r, 1, MAX_FILTER) || !in_range(s, 1, MAX_FILTER) ||
+      !in_range(stride, 1, MAX_STRIDE) || !in_range(pad, 0, (r < s ? r : s) - 1))
+    return ERR(e, TTP_ERR_MODEL, "layer %s: bad pooling window %dx%d stride %d pad %d", l->name,
+               r, s, stride, pad);
+  int hp = l->in.h + 2 * pad, wp = l->in.w + 2 * pad;
+  if (r > hp || s > wp)
+    return ERR(e, TTP_ERR_MODEL, "layer %s: %dx%d window larger than its padded %dx%d input",
+               l->name, r, s, hp, wp);
+  l->out = (model_shape){l->in.c, (hp - r) / stride + 1, (wp - s) / stride + 1};
+  return TTP_OK;
+}
+
+static ttp_status clip_infer(model_layer* l, ttp_err* e) {
+  if (!(l->p.clip.lo <= l->p.clip.hi))
+    return ERR(e, TTP_ERR_MODEL, "layer %s: clip to %g..%g", l->name, l->p.clip.lo, l->p.clip.hi);
+  l->out = l->in;
+  return TTP_OK;
+}
+
+static ttp_status leaky_infer(model_layer* l, ttp_err* e) {
+  if (!isfinite(l->p.leaky.alpha))
+    return ERR(e, TTP_ERR_MODEL, "layer %s: leaky ReLU slope %g", l->name, l->p.leaky.alpha);
+  l->out = l->in;
   return TTP_OK;
 }
 
@@ -85,7 +103,17 @@ static void conv_describe(const model_layer* l, char* buf, size_t n) {
            l->p.conv.stride, l->p.conv.pad);
 }
 static void pool_describe(const model_layer* l, char* buf, size_t n) {
-  snprintf(buf, n, "%dx%d stride %d", l->p.pool.r, l->p.pool.s, l->p.pool.stride);
+  snprintf(buf, n, "%dx%d stride %d pad %d%s", l->p.pool.r, l->p.pool.s, l->p.pool.stride,
+           l->p.pool.pad,
+           l->op == MODEL_AVGPOOL && l->p.pool.pad ? l->p.pool.count_pad ? " (counted)"
+                                                                          : " (not counted)"
+                                                   : "");
+}
+static void leaky_describe(const model_layer* l, char* buf, size_t n) {
+  snprintf(buf, n, "alpha=%g", l->p.leaky.alpha);
+}
+static void clip_describe(const model_layer* l, char* buf, size_t n) {
+  snprintf(buf, n, "%g..%g", l->p.clip.lo, l->p.clip.hi);
 }
 static void fc_describe(const model_layer* l, char* buf, size_t n) {
   snprintf(buf, n, "%dx%zu", l->p.fc.out, model_shape_size(l->in));
@@ -112,6 +140,11 @@ static const layer_kind kinds[MODEL_OP_COUNT] = {
     [MODEL_FC] = {"fc", fc_infer, fc_describe},
     [MODEL_LRN] = {"lrn", lrn_infer, lrn_describe},
     [MODEL_SOFTMAX] = {"softmax", same_shape_infer, no_describe},
+    [MODEL_AVGPOOL] = {"avgpool", pool_infer, pool_describe},
+    [MODEL_LEAKY_RELU] = {"leakyrelu", leaky_infer, leaky_describe},
+    [MODEL_SIGMOID] = {"sigmoid", same_shape_infer, no_describe},
+    [MODEL_TANH] = {"tanh", same_shape_infer, no_describe},
+    [MODEL_CLIP] = {"clip", clip_infer, clip_describe},
 };
 
 const char* model_op_name(model_op op) {
@@ -129,6 +162,7 @@ model* model_new(model_shape input, ttp_err* e) {
     return NULL;
   }
   m->input = input;
+  for (int c = 0; c < 3; c++) m->scaling.mean[c] = 0.0f, m->scaling.std[c] = 1.0f;
   return m;
 }
 

@@ -15,11 +15,17 @@
 
 typedef enum model_op {
   MODEL_CONV,    /* cross-correlation K x C x R x S, stride, zero padding, + bias */
-  MODEL_MAXPOOL, /* R x S window, stride, no padding; NaN propagates */
+  MODEL_MAXPOOL, /* R x S window, stride, padding (never chosen: -infinity); NaN propagates */
   MODEL_RELU,
   MODEL_FC,      /* weights row-major [out][in] over the CHW-flattened input, + bias */
   MODEL_LRN,     /* across channels, cuDNN's definition (see cpu_layers.h) */
   MODEL_SOFTMAX, /* over the whole C x H x W vector of an image */
+  MODEL_AVGPOOL, /* R x S window, stride, zero padding; the divisor R x S (count_pad) or the
+                    window's positions inside the input */
+  MODEL_LEAKY_RELU, /* y = x for x >= 0, alpha x below */
+  MODEL_SIGMOID,    /* y = 1 / (1 + exp(-x)) */
+  MODEL_TANH,
+  MODEL_CLIP,       /* y = min(max(x, lo), hi); NaN propagates */
   MODEL_OP_COUNT
 } model_op;
 
@@ -32,9 +38,11 @@ typedef struct model_layer {
   char name[32];
   union {
     struct { int k, r, s, stride, pad; } conv; /* k output channels, r x s filter */
-    struct { int r, s, stride; } pool;
+    struct { int r, s, stride, pad, count_pad; } pool; /* maxpool and avgpool; pad < r, s */
     struct { int out; } fc;
     struct { int n; double alpha, beta, k; } lrn;
+    struct { float alpha; } leaky;
+    struct { float lo, hi; } clip;
   } p;
   float* weights; /* conv: k x c x r x s; fc: out x in; owned by the model */
   float* bias;    /* conv: k; fc: out; owned by the model; NULL means no bias */
@@ -45,8 +53,15 @@ typedef struct model_layer {
   double macs;                     /* multiply-adds per image (conv and fc only) */
 } model_layer;
 
+/* How pixels become the network's input, after the augmentation: (v - mean[c]) / std[c] for
+   channel c, v the augmented copy's value in [0, 1] (the pixel / 255 for copy 0). */
+typedef struct model_scaling {
+  float mean[3], std[3];
+} model_scaling;
+
 typedef struct model {
   model_shape input;
+  model_scaling scaling; /* model_new: mean 0, std 1 (pixels / 255 as they are) */
   model_layer* layers;
   int layer_count;
   int layer_capacity;

@@ -91,6 +91,10 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "threads must be 0..%d, not %d",
                CPU_MAX_THREADS, p->options.threads);
   if (p->options.threads == 0) p->options.threads = pipeline_cores();
+  for (int c = 0; o->normalize && c < 3; c++)
+    if (!(o->mean[c] >= -16 && o->mean[c] <= 16) || !(o->std[c] >= 1e-6f && o->std[c] <= 1e6f))
+      return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "input scaling of channel %d: mean %g must "
+                 "be -16..16 and std %g 1e-6..1e6", c, o->mean[c], o->std[c]);
   TRY(aug_spec_from(p->options.tta, &p->spec, &p->merge, &p->err));
   p->options.tta = NULL; /* the caller's struct need not outlive ttp_open */
   return TTP_OK;
@@ -127,6 +131,8 @@ static ttp_status describe_model(ttp_pipeline* p) {
       .parameters = model_parameter_count(m),
       .flops = flops,
   };
+  memcpy(p->info.input_mean, m->scaling.mean, sizeof p->info.input_mean);
+  memcpy(p->info.input_std, m->scaling.std, sizeof p->info.input_std);
   return TTP_OK;
 }
 
@@ -186,9 +192,16 @@ static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
   else
     TRY(io_load_mnistcudnn(path, &p->model, &p->err));
   const model_shape in = p->model->input;
-  if (in.c != 1 || in.h != 28 || in.w != 28)
+  if ((in.c != 1 && in.c != 3) || in.h < TTP_MIN_SIDE || in.h > TTP_MAX_SIDE ||
+      in.w < TTP_MIN_SIDE || in.w > TTP_MAX_SIDE)
     return ERR(&p->err, TTP_ERR_MODEL, "%s: the model takes %dx%dx%d inputs; ttapipe classifies "
-               "1x28x28 images (one grey channel) for now", path, in.c, in.h, in.w);
+               "images of 1 or 3 channels of %dx%d to %dx%d", path, in.c, in.h, in.w,
+               TTP_MIN_SIDE, TTP_MIN_SIDE, TTP_MAX_SIDE, TTP_MAX_SIDE);
+  if (p->options.normalize)
+    for (int c = 0; c < 3; c++) /* a grey model takes [0] */
+      p->model->scaling.mean[c] = p->options.mean[in.c == 1 ? 0 : c],
+      p->model->scaling.std[c] = p->options.std[in.c == 1 ? 0 : c];
+  aug_spec_scale(&p->spec, p->model->scaling.mean, p->model->scaling.std, in.c);
   TRY(describe_model(p));
   char fallback[1024];
   TRY(open_engine(p, fallback, sizeof fallback));

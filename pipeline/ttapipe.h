@@ -234,6 +234,12 @@ typedef struct ttp_options {
                             TTP_WAIT_AUTO). The results are the same bits. */
   ttp_plan plan;         /* cudnn engine: how it chooses its convolution algorithms (default
                             TTP_PLAN_MEASURE) */
+  int normalize;         /* the input scaling: the network sees (v - mean[c]) / std[c] for each
+                            channel c, v a pixel / 255 after the augmentation (and its clamp).
+                            0 (default): the model's own (an ONNX file's metadata_props "mean"
+                            and "std", see "Models"), else mean 0 and std 1. 1: mean and std
+                            below (a grey model uses [0] only) */
+  float mean[3], std[3]; /* with normalize = 1: each mean in -16..16, each std in 1e-6..1e6 */
 } ttp_options;
 
 /* Fills o with the defaults and sets o->struct_size. Call it before setting any field. */
@@ -276,13 +282,23 @@ const char* ttp_last_error(const ttp_pipeline* p);
  * 1x28x28 input for now, every weight an initializer in the file; a
  * graph that ends in logits gets a softmax. Anything else is refused naming the node. */
 
+/* The input sizes ttapipe classifies: 1 or 3 channels of TTP_MIN_SIDE .. TTP_MAX_SIDE rows and
+   columns. */
+#define TTP_MIN_SIDE 8
+#define TTP_MAX_SIDE 64
+
 typedef struct ttp_model_info {
-  int input_channels, input_rows, input_cols; /* the input image: 1 x 28 x 28 */
+  int input_channels, input_rows, input_cols; /* the input image: 1 or 3 channels (planar: the
+                                                 arrays of ttp_classify hold each image's
+                                                 channels one after the other), 8..64 rows and
+                                                 columns; 1 x 28 x 28 for a model directory */
   int classes;                                /* length of the probability vector */
   int layers;                                 /* ttp_layer(p, 0 .. layers-1) */
   long long parameters;                       /* weights and biases */
   double flops;                               /* per image and copy: 2 x multiply-adds of the
                                                  conv and fc layers (the rest is under 1%) */
+  float input_mean[3], input_std[3];          /* the input scaling in use (ttp_options'
+                                                 normalize); 0 and 1 when there is none */
 } ttp_model_info;
 
 typedef struct ttp_layer_info {
@@ -340,15 +356,18 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
  * against the data actually present before anything is allocated for it. */
 
 typedef struct ttp_images {
-  uint8_t* pixels; /* count x rows x cols bytes; release with ttp_free */
+  uint8_t* pixels; /* count x channels x rows x cols bytes (planar); release with ttp_free */
   size_t count;
   int rows, cols;
+  int channels;    /* 1, or 3 from a 4-dimensional file */
 } ttp_images;
 
 /* Upper bound on the pixel bytes of one IDX file: larger declarations are refused. */
 #define TTP_IDX_MAX_BYTES ((size_t)1 << 34)
 
-/* Reads an IDX image file (magic 2051: unsigned bytes, 3 dimensions), plain or gzip-compressed.
+/* Reads an IDX image file, plain or gzip-compressed: magic 0x0803 (unsigned bytes, 3
+   dimensions [count, rows, cols]: grey, as MNIST) or 0x0804 (4 dimensions [count, channels,
+   rows, cols], channels 1 or 3, each image's planes one after the other).
    Refuses a wrong magic, zero or absurd dimensions, truncated data and trailing bytes.
    Returns TTP_OK, TTP_ERR_IO, TTP_ERR_FORMAT, TTP_ERR_OUT_OF_MEMORY, TTP_ERR_INVALID_ARGUMENT. */
 ttp_status ttp_read_idx_images(const char* path, ttp_images* out, char* error, size_t error_size);
@@ -396,12 +415,17 @@ typedef struct ttp_image_options {
   int max_width, max_height; /* larger images are refused before decoding, 1..8192 (default
                                 8192 x 8192) */
   size_t max_file_bytes;     /* larger files are refused unread (default 64 MiB) */
+  int channels;              /* 1 (default): grey, as above; 3: planar RGB for a colour model
+                                (step 2 keeps the colours, a grey file gives three equal planes;
+                                step 3 inverts only with TTP_INVERT_YES; step 4 resizes each
+                                plane: TTP_CENTER_MNIST is refused). ttp_classify_files sets it
+                                from the model */
 } ttp_image_options;
 
 void ttp_image_options_init(ttp_image_options* o);
 
-/* Loads the image file at path into pixels (rows x cols bytes, rows top first; written only on
-   success). options NULL: the defaults. Thread-safe.
+/* Loads the image file at path into pixels (channels x rows x cols bytes, each plane's rows top
+   first; written only on success). options NULL: the defaults. Thread-safe.
    Returns TTP_OK, TTP_ERR_IO (cannot open or read; a directory), TTP_ERR_FORMAT (not an image
    of a known format, corrupt, too large), TTP_ERR_OUT_OF_MEMORY, TTP_ERR_INVALID_ARGUMENT. */
 ttp_status ttp_load_image(const char* path, const ttp_image_options* options, int rows, int cols,

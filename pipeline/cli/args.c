@@ -171,6 +171,22 @@ int cli_get_float_pair(const cli_args* a, const char* name, float* lo, float* hi
   return 0;
 }
 
+int cli_get_floats(const cli_args* a, const char* name, float* values, int max, int* count) {
+  const char* text = cli_get(a, name);
+  *count = 0;
+  if (!text) return 0;
+  for (const char* at = text;; at++) {
+    const char* comma = strchr(at, ',');
+    const char* end = comma ? comma : at + strlen(at);
+    if (*count == max || parse_float(at, end, &values[*count]))
+      return cli_usage_error(a->command, "--%s must be 1 to %d numbers separated by commas, not "
+                             "'%s'", name, max, text);
+    ++*count;
+    if (!comma) return 0;
+    at = comma;
+  }
+}
+
 int cli_get_choice(const cli_args* a, const char* name, const char* const* choices, int* index) {
   const char* text = cli_get(a, name);
   if (!text) return 0;

@@ -49,6 +49,8 @@ int cli_get_u64(const cli_args* a, const char* name, uint64_t* value);
 int cli_get_float(const cli_args* a, const char* name, float* value);
 /* "LO,HI": two numbers separated by a comma. */
 int cli_get_float_pair(const cli_args* a, const char* name, float* lo, float* hi);
+/* --name V[,V...]: 1 to max numbers into values, their number into *count (0 when absent). */
+int cli_get_floats(const cli_args* a, const char* name, float* values, int max, int* count);
 /* Picks value's position in choices (NULL-terminated). *index stays as it was when absent. */
 int cli_get_choice(const cli_args* a, const char* name, const char* const* choices, int* index);
 

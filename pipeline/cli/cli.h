@@ -12,7 +12,10 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
 
 /* The options of every subcommand that opens a model, for its option table. */
 #define CLI_PIPELINE_OPTIONS                                                                   \
-  {"model", "DIR", "model directory in the mnistCUDNN layout (required)"},                     \
+  {"model", "PATH", "model: a directory in the mnistCUDNN layout or an ONNX file (required)"},   \
+      {"mean", "M[,M,M]", "input scaling: the network sees (pixel/255 - mean) / std, one value "  \
+                          "or one a channel (default: the model's own, else 0)"},              \
+      {"std", "S[,S,S]", "input scaling's std, given with --mean (default: the model's, else 1)"}, \
       {"engine", "NAME", "auto|cpu|cudnn|fused (default auto: the best that runs the model)"},      \
       {"precision", "P", "fp32|fp16: the GPU engine's precision (default fp32)"},             \
       {"batch", "B", "images per GPU batch, 1..65536 (default 1024)"},                        \

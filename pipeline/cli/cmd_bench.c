@@ -15,7 +15,7 @@
 #include "cli.h"
 
 static const cli_option bench_options[] = {
-    {"model", "DIR", "model directory in the mnistCUDNN layout (required)"},
+    {"model", "PATH", "model: a directory in the mnistCUDNN layout or an ONNX file (required)"},
     {"images", "FILE", "an IDX image file to cycle through (default: random images)"},
     {"engine", "LIST", "engines, comma-separated: cpu,cudnn,fused (default cudnn with a GPU, "
                        "else cpu)"},
@@ -51,6 +51,7 @@ typedef struct bench {
   const char* model;
   const uint8_t* pool; /* images to draw from */
   size_t pool_count;
+  size_t pixels;       /* bytes of one image: the model's channels x rows x columns */
   int device_mode, warmup, slots, device, threads, wait;
   long iterations;
   double seconds;
@@ -141,7 +142,8 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
                                                     : (n < 3 || cli_now() - start < budget))) {
       if (offset + (size_t)batch > b->pool_count) offset = 0;
       double t = cli_now();
-      rc = ttp_classify(p, b->pool + offset * 784, (size_t)batch, b->results, NULL) != TTP_OK;
+      rc = ttp_classify(p, b->pool + offset * b->pixels, (size_t)batch, b->results, NULL) !=
+           TTP_OK;
       lat[n++] = 1e3 * (cli_now() - t);
       offset += (size_t)batch;
     }
@@ -262,9 +264,26 @@ static int run_bench(const cli_args* a) {
     copies[i] = (int)v;
   }
 
+  /* The model's input, from the model alone (the CPU engine opens without a GPU). */
+  int in_c, in_h, in_w;
+  {
+    ttp_options o;
+    ttp_options_init(&o);
+    o.model_dir = b.model, o.engine = TTP_ENGINE_CPU, o.threads = 1;
+    ttp_pipeline* p = NULL;
+    if (ttp_open(&o, &p) != TTP_OK) {
+      rc = cli_fail("%s", ttp_last_error(p));
+      ttp_close(p);
+      return rc;
+    }
+    in_c = ttp_model(p)->input_channels, in_h = ttp_model(p)->input_rows;
+    in_w = ttp_model(p)->input_cols;
+    ttp_close(p);
+  }
+  b.pixels = (size_t)in_c * in_h * in_w;
   /* The images: an IDX file cycled to fill the pool, or random bytes. */
   size_t pool = (size_t)largest * 16 > 4096 ? (size_t)largest * 16 : 4096;
-  uint8_t* images = malloc(pool * 784);
+  uint8_t* images = malloc(pool * b.pixels);
   b.results = malloc(pool * sizeof *b.results);
   if (!images || !b.results) return cli_fail("out of memory");
   const char* path = cli_get(a, "images");
@@ -272,12 +291,15 @@ static int run_bench(const cli_args* a) {
     ttp_images im;
     char error[TTP_ERROR_SIZE];
     if (ttp_read_idx_images(path, &im, error, sizeof error) != TTP_OK) return cli_fail("%s", error);
-    if (im.rows != 28 || im.cols != 28) return cli_fail("%s: images are not 28x28", path);
-    for (size_t i = 0; i < pool; i++) memcpy(images + i * 784, im.pixels + (i % im.count) * 784, 784);
+    if (im.channels != in_c || im.rows != in_h || im.cols != in_w)
+      return cli_fail("%s: images are %dx%dx%d, the model needs %dx%dx%d", path, im.channels,
+                      im.rows, im.cols, in_c, in_h, in_w);
+    for (size_t i = 0; i < pool; i++)
+      memcpy(images + i * b.pixels, im.pixels + (i % im.count) * b.pixels, b.pixels);
     ttp_free(im.pixels);
   } else {
     uint64_t s = 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; i < pool * 784; i++) {
+    for (size_t i = 0; i < pool * b.pixels; i++) {
       s ^= s << 13, s ^= s >> 7, s ^= s << 17;
       images[i] = (uint8_t)(s >> 24);
     }
@@ -342,7 +364,7 @@ static int run_bench(const cli_args* a) {
 
 const cli_command cli_bench = {
     .name = "bench",
-    .usage = "--model DIR [options]",
+    .usage = "--model PATH [options]",
     .summary = "Measure throughput and latency over engines, precisions, batches, TTA copies "
                "and graphs.",
     .details = "Columns: images/s and copies/s of the throughput phase; TFLOP/s from the model's\n"

@@ -227,7 +227,7 @@ static int run_classify(const cli_args* a) {
 
 const cli_command cli_classify = {
     .name = "classify",
-    .usage = "--model DIR [options] PATH...",
+    .usage = "--model PATH [options] PATH...",
     .summary = "Classify image files (PNG, JPEG, BMP, PGM/PPM), directories walked recursively.",
     .details = "One row per file, in order: sorted paths within each directory, the given order\n"
                "otherwise. CSV columns: path,status,class,label,probability (+ top-k, + spread and\n"

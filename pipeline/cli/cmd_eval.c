@@ -33,9 +33,12 @@ static int load(const cli_args* a, const ttp_model_info* m, eval_data* d) {
   if (ttp_read_idx_images(images, &d->images, error, sizeof error) != TTP_OK ||
       ttp_read_idx_labels(labels, &d->labels, &label_count, error, sizeof error) != TTP_OK)
     return cli_fail("%s", error);
-  if (d->images.rows != m->input_rows || d->images.cols != m->input_cols)
-    return cli_fail("%s: images are %dx%d, the model needs %dx%d", images, d->images.rows,
-                    d->images.cols, m->input_rows, m->input_cols);
+  if (d->images.channels != m->input_channels || d->images.rows != m->input_rows ||
+      d->images.cols != m->input_cols)
+    return cli_fail("%s: images are %dx%dx%d, the model needs %dx%dx%d (channels x rows x "
+                    "columns; IDX with 4 dimensions for 3 channels)", images, d->images.channels,
+                    d->images.rows, d->images.cols, m->input_channels, m->input_rows,
+                    m->input_cols);
   if (label_count != d->images.count)
     return cli_fail("%s has %zu labels for the %zu images of %s", labels, label_count,
                     d->images.count, images);
@@ -108,7 +111,7 @@ static int run_eval(const cli_args* a) {
   if (rc == CLI_EXIT_OK && !(results = malloc(d.count * sizeof *results)))
     rc = cli_fail("out of memory for %zu results", d.count);
   if (rc == CLI_EXIT_OK) {
-    size_t pixels = (size_t)d.images.rows * d.images.cols;
+    size_t pixels = (size_t)d.images.channels * d.images.rows * d.images.cols;
     double start = cli_now();
     if (ttp_classify(p, d.images.pixels + d.first * pixels, d.count, results, NULL) != TTP_OK)
       rc = cli_fail("%s", ttp_last_error(p));
@@ -124,7 +127,7 @@ static int run_eval(const cli_args* a) {
 
 const cli_command cli_eval = {
     .name = "eval",
-    .usage = "--model DIR --images FILE --labels FILE [options]",
+    .usage = "--model PATH --images FILE --labels FILE [options]",
     .summary = "Classify an IDX test set and report accuracy, per-class accuracy and the "
                "confusion matrix.",
     .options = eval_options,

@@ -19,17 +19,25 @@ static int run_info(const cli_args* a) {
   printf("input   %dx%dx%d, %d classes:", m->input_channels, m->input_rows, m->input_cols,
          m->classes);
   for (int k = 0; k < m->classes; k++) printf(" %s", ttp_class_label(p, k));
-  printf("\n\n%-3s %-8s %-8s %-30s %-12s %-12s %10s %10s\n", "#", "name", "kind", "settings",
+  printf("\nscaling ");
+  int scaled = 0;
+  for (int c = 0; c < m->input_channels; c++)
+    scaled |= m->input_mean[c] != 0.0f || m->input_std[c] != 1.0f;
+  if (!scaled) printf("none: the network sees pixel / 255");
+  for (int c = 0; scaled && c < m->input_channels; c++)
+    printf("%s(pixel / 255 - %g) / %g", c ? ", " : "the network sees ", m->input_mean[c],
+           m->input_std[c]);
+  printf("\n\n%-3s %-8s %-9s %-30s %-12s %-12s %10s %10s\n", "#", "name", "kind", "settings",
          "input", "output", "weights", "MFLOP");
   for (int i = 0; i < m->layers; i++) {
     const ttp_layer_info* l = ttp_layer(p, i);
     char in[32], out[32];
     snprintf(in, sizeof in, "%dx%dx%d", l->in_c, l->in_h, l->in_w);
     snprintf(out, sizeof out, "%dx%dx%d", l->out_c, l->out_h, l->out_w);
-    printf("%-3d %-8s %-8s %-30s %-12s %-12s %10lld %10.3f\n", i, l->name, l->kind, l->detail, in,
+    printf("%-3d %-8s %-9s %-30s %-12s %-12s %10lld %10.3f\n", i, l->name, l->kind, l->detail, in,
            out, l->parameters, l->flops * 1e-6);
   }
-  printf("%-3s %-8s %-8s %-30s %-12s %-12s %10lld %10.3f\n", "", "total", "", "", "", "",
+  printf("%-3s %-8s %-9s %-30s %-12s %-12s %10lld %10.3f\n", "", "total", "", "", "", "",
          m->parameters, m->flops * 1e-6);
   char augmentation[256];
   cli_describe_tta(&tta, augmentation, sizeof augmentation);
@@ -42,7 +50,7 @@ static int run_info(const cli_args* a) {
 
 const cli_command cli_info = {
     .name = "info",
-    .usage = "--model DIR",
+    .usage = "--model PATH",
     .summary = "Show the build, the GPUs, and the model's layers with shapes, parameters and "
                "FLOPs per image.",
     .options = info_options,

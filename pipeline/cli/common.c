@@ -82,6 +82,17 @@ int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, tt
   o.plan = (ttp_plan)plan;
   o.threads = (int)threads;
   o.tta = tta;
+  int means, stds;
+  if ((rc = cli_get_floats(a, "mean", o.mean, 3, &means)) ||
+      (rc = cli_get_floats(a, "std", o.std, 3, &stds)))
+    return rc;
+  if ((means == 0) != (stds == 0) || means == 2 || stds == 2)
+    return cli_usage_error(a->command, "--mean and --std come together, each one value or three");
+  o.normalize = means > 0;
+  for (int c = 1; c < 3; c++) { /* one value: every channel's */
+    if (means == 1) o.mean[c] = o.mean[0];
+    if (stds == 1) o.std[c] = o.std[0];
+  }
   ttp_status s = ttp_open(&o, p);
   if (s != TTP_OK) {
     /* Settings out of range are the user's to fix: a usage error, in the library's words. */

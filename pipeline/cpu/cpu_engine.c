@@ -39,7 +39,29 @@ static void run_conv(const model_layer* l, const float* in, float* out, cpu_work
 }
 static void run_maxpool(const model_layer* l, const float* in, float* out, cpu_worker* w) {
   (void)w;
-  cpu_maxpool(in, l->in.c, l->in.h, l->in.w, l->p.pool.r, l->p.pool.s, l->p.pool.stride, out);
+  cpu_maxpool(in, l->in.c, l->in.h, l->in.w, l->p.pool.r, l->p.pool.s, l->p.pool.stride,
+              l->p.pool.pad, out);
+}
+static void run_avgpool(const model_layer* l, const float* in, float* out, cpu_worker* w) {
+  (void)w;
+  cpu_avgpool(in, l->in.c, l->in.h, l->in.w, l->p.pool.r, l->p.pool.s, l->p.pool.stride,
+              l->p.pool.pad, l->p.pool.count_pad, out);
+}
+static void run_leaky_relu(const model_layer* l, const float* in, float* out, cpu_worker* w) {
+  (void)w;
+  cpu_leaky_relu(in, model_shape_size(l->in), l->p.leaky.alpha, out);
+}
+static void run_sigmoid(const model_layer* l, const float* in, float* out, cpu_worker* w) {
+  (void)w;
+  cpu_sigmoid(in, model_shape_size(l->in), out);
+}
+static void run_tanh(const model_layer* l, const float* in, float* out, cpu_worker* w) {
+  (void)w;
+  cpu_tanh(in, model_shape_size(l->in), out);
+}
+static void run_clip(const model_layer* l, const float* in, float* out, cpu_worker* w) {
+  (void)w;
+  cpu_clip(in, model_shape_size(l->in), l->p.clip.lo, l->p.clip.hi, out);
 }
 static void run_relu(const model_layer* l, const float* in, float* out, cpu_worker* w) {
   (void)w;
@@ -62,6 +84,8 @@ static void run_softmax(const model_layer* l, const float* in, float* out, cpu_w
 static const cpu_layer_fn cpu_layer_table[MODEL_OP_COUNT] = {
     [MODEL_CONV] = run_conv,   [MODEL_MAXPOOL] = run_maxpool, [MODEL_RELU] = run_relu,
     [MODEL_FC] = run_fc,       [MODEL_LRN] = run_lrn,         [MODEL_SOFTMAX] = run_softmax,
+    [MODEL_AVGPOOL] = run_avgpool, [MODEL_LEAKY_RELU] = run_leaky_relu,
+    [MODEL_SIGMOID] = run_sigmoid, [MODEL_TANH] = run_tanh, [MODEL_CLIP] = run_clip,
 };
 
 /* ---- plan ----------------------------------------------------------------------------------- */
@@ -164,7 +188,7 @@ static void* cpu_job_run(void* arg) {
     const uint8_t* image = job->images + i * pixels;
     uint64_t key = aug_image_key(image, pixels);
     for (int c = 0; c < eng->spec.copies; c++) {
-      aug_make_copy(&eng->spec, key, c, image, m->input.h, m->input.w, input);
+      aug_make_copy(&eng->spec, key, c, image, m->input.c, m->input.h, m->input.w, input);
       cpu_engine_forward(eng, job->worker, input, w->copies + (size_t)c * m->classes);
     }
     aug_merge(eng->merge, w->copies, eng->spec.copies, m->classes, w->merged, &job->results[i]);

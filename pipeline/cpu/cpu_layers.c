@@ -44,16 +44,27 @@ void cpu_conv2d(const float* in, int C, int H, int W, const float* weights, cons
   }
 }
 
-void cpu_maxpool(const float* in, int C, int H, int W, int R, int S, int stride, float* out) {
-  int P = (H - R) / stride + 1, Q = (W - S) / stride + 1;
+/* The window of output (p, q) clipped to the input: rows [*r0, *r1), columns [*s0, *s1). */
+static void window(int p, int q, int H, int W, int R, int S, int stride, int pad, int* r0, int* r1,
+                   int* s0, int* s1) {
+  int top = p * stride - pad, left = q * stride - pad;
+  *r0 = top < 0 ? 0 : top, *r1 = top + R > H ? H : top + R;
+  *s0 = left < 0 ? 0 : left, *s1 = left + S > W ? W : left + S;
+}
+
+void cpu_maxpool(const float* in, int C, int H, int W, int R, int S, int stride, int pad,
+                 float* out) {
+  int P = (H + 2 * pad - R) / stride + 1, Q = (W + 2 * pad - S) / stride + 1;
   for (int c = 0; c < C; c++)
     for (int p = 0; p < P; p++)
       for (int q = 0; q < Q; q++) {
-        const float* win = in + ((size_t)c * H + p * stride) * W + q * stride;
-        float m = win[0];
-        for (int r = 0; r < R; r++)
-          for (int s = 0; s < S; s++) {
-            float v = win[(size_t)r * W + s];
+        int r0, r1, s0, s1;
+        window(p, q, H, W, R, S, stride, pad, &r0, &r1, &s0, &s1);
+        const float* plane = in + (size_t)c * H * W;
+        float m = plane[(size_t)r0 * W + s0];
+        for (int r = r0; r < r1 && !isnan(m); r++)
+          for (int s = s0; s < s1; s++) {
+            float v = plane[(size_t)r * W + s];
             if (v > m || isnan(v)) m = v;
             if (isnan(m)) break;
           }
@@ -61,8 +72,41 @@ void cpu_maxpool(const float* in, int C, int H, int W, int R, int S, int stride,
       }
 }
 
+void cpu_avgpool(const float* in, int C, int H, int W, int R, int S, int stride, int pad,
+                 int count_pad, float* out) {
+  int P = (H + 2 * pad - R) / stride + 1, Q = (W + 2 * pad - S) / stride + 1;
+  for (int c = 0; c < C; c++)
+    for (int p = 0; p < P; p++)
+      for (int q = 0; q < Q; q++) {
+        int r0, r1, s0, s1;
+        window(p, q, H, W, R, S, stride, pad, &r0, &r1, &s0, &s1);
+        const float* plane = in + (size_t)c * H * W;
+        double sum = 0.0;
+        for (int r = r0; r < r1; r++)
+          for (int s = s0; s < s1; s++) sum += plane[(size_t)r * W + s];
+        int count = count_pad ? R * S : (r1 - r0) * (s1 - s0);
+        out[((size_t)c * P + p) * Q + q] = (float)(sum / count);
+      }
+}
+
 void cpu_relu(const float* in, size_t n, float* out) {
   for (size_t i = 0; i < n; i++) out[i] = in[i] < 0.0f ? 0.0f : in[i];
+}
+
+void cpu_leaky_relu(const float* in, size_t n, float alpha, float* out) {
+  for (size_t i = 0; i < n; i++) out[i] = in[i] < 0.0f ? (float)((double)alpha * in[i]) : in[i];
+}
+
+void cpu_sigmoid(const float* in, size_t n, float* out) {
+  for (size_t i = 0; i < n; i++) out[i] = (float)(1.0 / (1.0 + exp(-(double)in[i])));
+}
+
+void cpu_tanh(const float* in, size_t n, float* out) {
+  for (size_t i = 0; i < n; i++) out[i] = (float)tanh((double)in[i]);
+}
+
+void cpu_clip(const float* in, size_t n, float lo, float hi, float* out) {
+  for (size_t i = 0; i < n; i++) out[i] = in[i] < lo ? lo : in[i] > hi ? hi : in[i];
 }
 
 void cpu_fc(const float* in, int n_in, const float* weights, const float* bias, int n_out,

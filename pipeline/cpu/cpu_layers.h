@@ -5,7 +5,7 @@
 
    Tensors are one image, CHW, float: C channels, H rows, W columns. Letters as everywhere in
    ttapipe: K output channels, R x S filter or window, P x Q output rows and columns.
-   Outputs never alias inputs, except cpu_relu, which may run in place. */
+   Outputs never alias inputs, except the pointwise ones (cpu_relu, ...), which may run in place. */
 #ifndef TTP_CPU_LAYERS_H
 #define TTP_CPU_LAYERS_H
 
@@ -18,12 +18,27 @@
 void cpu_conv2d(const float* in, int C, int H, int W, const float* weights, const float* bias,
                 int K, int R, int S, int stride, int pad, double* acc, float* out);
 
-/* Max pooling without padding. in (C,H,W) -> out (C,P,Q), P = (H - R) / stride + 1.
-   NaN propagates, as in cuDNN's CUDNN_PROPAGATE_NAN. */
-void cpu_maxpool(const float* in, int C, int H, int W, int R, int S, int stride, float* out);
+/* Max pooling. in (C,H,W) -> out (C,P,Q), P = (H + 2 pad - R) / stride + 1; the padding is
+   never chosen (pad < R, S: every window holds an input position). NaN propagates, as in
+   cuDNN's CUDNN_PROPAGATE_NAN. */
+void cpu_maxpool(const float* in, int C, int H, int W, int R, int S, int stride, int pad,
+                 float* out);
+
+/* Average pooling, shapes as cpu_maxpool. The padding is zeros; the divisor is R x S when
+   count_pad (ONNX's count_include_pad, PyTorch's default), else the number of the window's
+   positions inside the input. */
+void cpu_avgpool(const float* in, int C, int H, int W, int R, int S, int stride, int pad,
+                 int count_pad, float* out);
 
 /* y = max(x, 0) over n values; NaN propagates. in may equal out. */
 void cpu_relu(const float* in, size_t n, float* out);
+
+/* Pointwise activations over n values, each computed in double and rounded once; NaN
+   propagates. in may equal out. */
+void cpu_leaky_relu(const float* in, size_t n, float alpha, float* out); /* alpha x below 0 */
+void cpu_sigmoid(const float* in, size_t n, float* out);                 /* 1 / (1 + e^-x) */
+void cpu_tanh(const float* in, size_t n, float* out);
+void cpu_clip(const float* in, size_t n, float lo, float hi, float* out); /* lo <= hi */
 
 /* Fully connected: out[o] = bias[o] + sum_i weights[o * n_in + i] * in[i], o < n_out.
    bias may be NULL. */

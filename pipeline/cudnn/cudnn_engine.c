@@ -59,7 +59,7 @@ static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, 
   cudnn_net* g = state;
   const model* m = g->m;
   int images = g->buckets.images[bucket];
-  TRY(aug_launch(&g->cfg.spec, dev_in, images, m->input.h, m->input.w,
+  TRY(aug_launch(&g->cfg.spec, dev_in, images, m->input.c, m->input.h, m->input.w,
                  g->ctx.half ? AUG_OUT_HALF : AUG_OUT_FLOAT, g->act[1], stream, e));
   const void* in = g->act[1];
   void* out = g->act[0];

@@ -198,8 +198,8 @@ __device__ __forceinline__ void stage1_block(const fused_shape& s, const aug_spe
     for (int i = threadIdx.x; i < n * plane; i += kThreads) copies[i] = 0.0f;  // the padding
     __syncthreads();
     for (int c = 0; c < n; c++)
-      aug_block_copy<kThreads>(spec, params[first - begin + c], key, first + c, image, s.in_h,
-                               s.in_w, copies + c * plane + s.pad1 * pitch + s.pad1, pitch);
+      aug_block_copy<kThreads>(spec, params[first - begin + c], key, first + c, image, 1,
+                               s.in_h, s.in_w, copies + c * plane + s.pad1 * pitch + s.pad1, pitch);
     __syncthreads();
     FUSED_PHASE(3);
     // fp16: the groups of a position on consecutive threads, so that a warp's 8-byte stores

@@ -91,7 +91,7 @@ static double pool_alone(const ttp_file_list* list, const char* const* paths, si
   io_pool_walk* walk = NULL;
   ttp_err e = {0};
   CHECK(io_pool_open(list ? (const char* const*)list->paths : NULL, list ? list->count : 0,
-                     list != NULL, NULL, 28, 28, threads, CHUNK, WINDOW, &pool, &e) == TTP_OK,
+                     list != NULL, NULL, 1, 28, 28, threads, CHUNK, WINDOW, &pool, &e) == TTP_OK,
         "%s", e.message);
   if (!list) {
     ttp_list_options o;

@@ -41,7 +41,7 @@ static void naive_image(cudnn_net* g, const uint8_t* image, unsigned char* recor
   void* dev_image = fresh(pixels);
   void* in = fresh(rows * pixels * g->ctx.elem);
   CHECK_CUDA(cudaMemcpy(dev_image, image, pixels, cudaMemcpyHostToDevice));
-  CHECK(aug_launch(&g->cfg.spec, dev_image, 1, m->input.h, m->input.w,
+  CHECK(aug_launch(&g->cfg.spec, dev_image, 1, m->input.c, m->input.h, m->input.w,
                    g->ctx.half ? AUG_OUT_HALF : AUG_OUT_FLOAT, in, st, &e) == TTP_OK, "%s",
         e.message);
   CHECK_CUDA(cudaStreamSynchronize(st));

@@ -176,7 +176,7 @@ void fixture_onnx(const model* m, const char* path, unsigned variant) {
         init_floats(&b, wname, 4, wd, l->weights, l->weight_count);
       init_floats(&b, bname, 1, bd, l->bias, l->bias_count);
       if ((variant & FIXTURE_ONNX_NORM) && i == 0) norm(&b, l->name, l->p.conv.k);
-      if ((variant & FIXTURE_ONNX_BAD_OP) && i == 0) node(&b, "Tanh", "squash");
+      if ((variant & FIXTURE_ONNX_BAD_OP) && i == 0) node(&b, "Softsign", "squash");
       if ((variant & FIXTURE_ONNX_NOT_CHAIN) && i == 0) {
         Onnx__NodeProto* r = node(&b, "Relu", "astray");
         r->input[0] = text(a, "image");

@@ -38,7 +38,7 @@ run 0 --version; out_has "ttapipe "
 run 2
 run 2 frobnicate; grep -q "unknown command" "$work/err" || fail "unknown command not named"
 for cmd in eval classify info bench; do
-  run 0 "$cmd" --help; out_has "Usage: ttapipe $cmd"; out_has "--model DIR"
+  run 0 "$cmd" --help; out_has "Usage: ttapipe $cmd"; out_has "--model PATH"
   run 2 "$cmd" --no-such-option; grep -q "unknown option '--no-such-option'" "$work/err" \
     || fail "$cmd: unknown option not named"
   run 2 "$cmd" --model; grep -q "needs a value" "$work/err" || fail "$cmd: missing value"
@@ -73,7 +73,7 @@ run 1 eval --model "$m" --images "$work/img" --labels "$work/lab96"; one_error "
 "$fixture" labels "$work/lab11" 97 11 3
 run 1 eval --model "$m" --images "$work/img" --labels "$work/lab11"; one_error "model has 10 classes"
 "$fixture" images "$work/img27" 5 27 28 1
-run 1 eval --model "$m" --images "$work/img27" --labels "$work/lab"; one_error "images are 27x28"
+run 1 eval --model "$m" --images "$work/img27" --labels "$work/lab"; one_error "images are 1x27x28"
 
 # --- test-time augmentation settings ----------------------------------------------------------------
 run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta 5 --seed 3 --merge vote

@@ -46,7 +46,7 @@ static const float* cpu_layers(const model* m, int first, int last, const float*
                    l->p.conv.s, l->p.conv.stride, l->p.conv.pad, acc, y);
         break;
       case MODEL_MAXPOOL:
-        cpu_maxpool(x, l->in.c, l->in.h, l->in.w, l->p.pool.r, l->p.pool.s, l->p.pool.stride, y);
+        cpu_maxpool(x, l->in.c, l->in.h, l->in.w, l->p.pool.r, l->p.pool.s, l->p.pool.stride, l->p.pool.pad, y);
         break;
       case MODEL_RELU: cpu_relu(x, model_shape_size(l->in), y); break;
       case MODEL_FC:
@@ -125,7 +125,7 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
     uint64_t key = aug_image_key(px + i * pixels, pixels);
     for (int k = 0; k < copies; k++) {
       size_t row = (size_t)i * copies + k;
-      aug_make_copy(&c.spec, key, k, px + i * pixels, m->input.h, m->input.w, copy);
+      aug_make_copy(&c.spec, key, k, px + i * pixels, m->input.c, m->input.h, m->input.w, copy);
       memcpy(want1 + row * n1, cpu_layers(m, 0, s1, copy, a, b, acc), n1 * sizeof(float));
       memcpy(want2 + row * n2, cpu_layers(m, s1, s2, want1 + row * n1, a, b, acc),
              n2 * sizeof(float));

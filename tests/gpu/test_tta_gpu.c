@@ -35,18 +35,19 @@ static uint16_t half_of(float f) {
 }
 
 typedef struct tta_case {
-  int rows, cols, count;
+  int channels, rows, cols, count;
+  int scaled; /* a model's input scaling (per-channel mean and std) */
   ttp_tta tta;
 } tta_case;
 
-/* The CPU reference's copies of a batch: count x N x rows x cols. */
-static void reference(const aug_spec* s, const uint8_t* images, int count, int rows, int cols,
-                      float* out) {
-  size_t n = (size_t)rows * cols;
-  for (int i = 0; i < count; i++) {
+/* The CPU reference's copies of a batch: count x N x channels x rows x cols. */
+static void reference(const aug_spec* s, const uint8_t* images, const tta_case* tc, float* out) {
+  size_t n = (size_t)tc->channels * tc->rows * tc->cols;
+  for (int i = 0; i < tc->count; i++) {
     uint64_t key = aug_image_key(images + i * n, n);
     for (int c = 0; c < s->copies; c++)
-      aug_make_copy(s, key, c, images + i * n, rows, cols, out + ((size_t)i * s->copies + c) * n);
+      aug_make_copy(s, key, c, images + i * n, tc->channels, tc->rows, tc->cols,
+                    out + ((size_t)i * s->copies + c) * n);
   }
 }
 
@@ -67,13 +68,18 @@ static size_t run_case(const tta_case* tc, test_rng* rng) {
   ttp_merge merge;
   ttp_err e = {0};
   CHECK(aug_spec_from(&tc->tta, &s, &merge, &e) == TTP_OK, "%s", e.message);
-  size_t n = (size_t)tc->rows * tc->cols, in_bytes = tc->count * n;
+  if (tc->scaled) {
+    const float mean[3] = {0.4914f, 0.4822f, 0.4465f}, std[3] = {0.2470f, 0.2435f, 0.2616f};
+    s.scaled = 1;
+    memcpy(s.mean, mean, sizeof mean), memcpy(s.std, std, sizeof std);
+  }
+  size_t n = (size_t)tc->channels * tc->rows * tc->cols, in_bytes = tc->count * n;
   size_t values = in_bytes * s.copies;
   uint8_t* images = malloc(in_bytes);
   float *want = malloc(values * 4), *got = malloc(values * 4);
   uint16_t* got_half = malloc(values * 2);
   fill(rng, images, in_bytes);
-  reference(&s, images, tc->count, tc->rows, tc->cols, want);
+  reference(&s, images, tc, want);
 
   uint8_t* d_images;
   void* d_out;
@@ -83,18 +89,19 @@ static size_t run_case(const tta_case* tc, test_rng* rng) {
 
   /* float, eager */
   CUDA_OK(cudaMemset(d_out, 0xff, values * 4)); /* NaN */
-  CHECK(aug_launch(&s, d_images, tc->count, tc->rows, tc->cols, AUG_OUT_FLOAT, d_out, 0, &e) ==
+  CHECK(aug_launch(&s, d_images, tc->count, tc->channels, tc->rows, tc->cols, AUG_OUT_FLOAT, d_out, 0, &e) ==
             TTP_OK, "%s", e.message);
   CUDA_OK(cudaMemcpy(got, d_out, values * 4, cudaMemcpyDeviceToHost));
   char name[96], what[128];
-  snprintf(name, sizeof name, "%d images of %dx%d, %d copies, %s noise", tc->count, tc->rows,
-           tc->cols, s.copies, s.gaussian ? "gaussian" : "uniform");
+  snprintf(name, sizeof name, "%d images of %dx%dx%d, %d copies, %s noise%s", tc->count,
+           tc->channels, tc->rows, tc->cols, s.copies, s.gaussian ? "gaussian" : "uniform",
+           tc->scaled ? ", scaled" : "");
   snprintf(what, sizeof what, "%s, float", name);
   size_t bad = compare_float(what, got, want, values);
 
   /* half, eager */
   CUDA_OK(cudaMemset(d_out, 0xff, values * 2));
-  CHECK(aug_launch(&s, d_images, tc->count, tc->rows, tc->cols, AUG_OUT_HALF, d_out, 0, &e) ==
+  CHECK(aug_launch(&s, d_images, tc->count, tc->channels, tc->rows, tc->cols, AUG_OUT_HALF, d_out, 0, &e) ==
             TTP_OK, "%s", e.message);
   CUDA_OK(cudaMemcpy(got_half, d_out, values * 2, cudaMemcpyDeviceToHost));
   size_t bad_half = 0;
@@ -110,13 +117,13 @@ static size_t run_case(const tta_case* tc, test_rng* rng) {
   cudaGraphExec_t exec;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  CHECK(aug_launch(&s, d_images, tc->count, tc->rows, tc->cols, AUG_OUT_FLOAT, d_out, stream,
+  CHECK(aug_launch(&s, d_images, tc->count, tc->channels, tc->rows, tc->cols, AUG_OUT_FLOAT, d_out, stream,
                    &e) == TTP_OK, "%s", e.message);
   CUDA_OK(cudaStreamEndCapture(stream, &graph));
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
   for (int round = 0; round < 3; round++) {
     fill(rng, images, in_bytes);
-    reference(&s, images, tc->count, tc->rows, tc->cols, want);
+    reference(&s, images, tc, want);
     CUDA_OK(cudaMemcpyAsync(d_images, images, in_bytes, cudaMemcpyHostToDevice, stream));
     CUDA_OK(cudaMemsetAsync(d_out, 0xff, values * 4, stream));
     CUDA_OK(cudaGraphLaunch(exec, stream));
@@ -141,8 +148,9 @@ int main(void) {
     return TEST_SKIP;
   }
   test_rng rng = {777};
-  tta_case cases[4];
-  for (int i = 0; i < 4; i++) ttp_tta_init(&cases[i].tta);
+  enum { CASES = 6 };
+  tta_case cases[CASES] = {{0}};
+  for (int i = 0; i < CASES; i++) ttp_tta_init(&cases[i].tta), cases[i].channels = 1;
   cases[0].rows = 28, cases[0].cols = 28, cases[0].count = 37, cases[0].tta.copies = 7;
   cases[1].rows = 13, cases[1].cols = 11, cases[1].count = 5, cases[1].tta.copies = 64;
   cases[1].tta.noise_kind = TTP_NOISE_GAUSSIAN, cases[1].tta.noise = 0.3f;
@@ -152,8 +160,15 @@ int main(void) {
   cases[3].rows = 28, cases[3].cols = 28, cases[3].count = 513, cases[3].tta.copies = 5;
   cases[3].tta.noise_kind = TTP_NOISE_GAUSSIAN, cases[3].tta.contrast_min = 0.5f;
   cases[3].tta.contrast_max = 1.9f, cases[3].tta.brightness_min = -0.3f;
+  /* RGB: three planes moved alike, noise drawn per channel, the model's scaling last; one of
+     odd sizes whose planes are not a multiple of four values. */
+  cases[4].channels = 3, cases[4].rows = 32, cases[4].cols = 32, cases[4].count = 19;
+  cases[4].tta.copies = 5, cases[4].scaled = 1;
+  cases[5].channels = 3, cases[5].rows = 9, cases[5].cols = 11, cases[5].count = 3;
+  cases[5].tta.copies = 3, cases[5].tta.noise_kind = TTP_NOISE_GAUSSIAN, cases[5].scaled = 1;
+  cases[5].tta.keep_original = 0, cases[5].tta.shift = 4;
   size_t bad = 0;
-  for (int i = 0; i < 4; i++) bad += run_case(&cases[i], &rng);
+  for (int i = 0; i < CASES; i++) bad += run_case(&cases[i], &rng);
   CHECK(bad == 0, "%zu values differ between the GPU and the CPU reference", bad);
   printf("tta gpu: kernel copies equal the CPU reference bit for bit (float), and as rounded "
          "(half), eager and replayed\n");

@@ -84,35 +84,55 @@ static size_t test_conv(test_rng* rng) {
   return bad;
 }
 
-/* ---- max pooling ---------------------------------------------------------------------------- */
+/* ---- pooling ------------------------------------------------------------------------------- */
 
-static size_t check_pool(test_rng* rng, int C, int H, int W, int R, int S, int stride) {
-  int P = (H - R) / stride + 1, Q = (W - S) / stride + 1;
+/* Max and average pooling with padding against textbook loops that test each window position:
+   the max over the positions inside the input, the average over the window with zeros counted
+   (count_pad) or over the positions inside. */
+static size_t check_pool(test_rng* rng, int C, int H, int W, int R, int S, int stride, int pad) {
+  int P = (H + 2 * pad - R) / stride + 1, Q = (W + 2 * pad - S) / stride + 1;
   size_t nin = (size_t)C * H * W, nout = (size_t)C * P * Q;
   float *in = new_floats(nin), *out = new_floats(nout);
   double* want = new_doubles(nout);
   test_fill_uniform(rng, in, nin, -3, 3);
-  test_poison(out, nout);
-  cpu_maxpool(in, C, H, W, R, S, stride, out);
-  for (int c = 0; c < C; c++)
-    for (int p = 0; p < P; p++)
-      for (int q = 0; q < Q; q++) {
-        double m = -INFINITY;
-        for (int r = 0; r < R; r++)
-          for (int s = 0; s < S; s++) m = fmax(m, in[(c * H + p * stride + r) * W + q * stride + s]);
-        want[(c * P + p) * Q + q] = m;
-      }
-  char what[96];
-  snprintf(what, sizeof what, "maxpool C%d H%d W%d R%d S%d stride%d", C, H, W, R, S, stride);
-  size_t bad = test_compare(what, out, want, nout, 0, 0); /* a max is exact */
+  size_t bad = 0;
+  for (int kind = 0; kind < 3; kind++) { /* max, average counting the padding, not counting it */
+    test_poison(out, nout);
+    if (kind == 0)
+      cpu_maxpool(in, C, H, W, R, S, stride, pad, out);
+    else
+      cpu_avgpool(in, C, H, W, R, S, stride, pad, kind == 1, out);
+    for (int c = 0; c < C; c++)
+      for (int p = 0; p < P; p++)
+        for (int q = 0; q < Q; q++) {
+          double m = -INFINITY, sum = 0;
+          int inside = 0;
+          for (int r = 0; r < R; r++)
+            for (int s = 0; s < S; s++) {
+              int y = p * stride + r - pad, x = q * stride + s - pad;
+              if (y < 0 || y >= H || x < 0 || x >= W) continue;
+              m = fmax(m, in[(c * H + y) * W + x]);
+              sum += in[(c * H + y) * W + x];
+              inside++;
+            }
+          want[(c * P + p) * Q + q] = kind == 0 ? m : sum / (kind == 1 ? R * S : inside);
+        }
+    char what[128];
+    snprintf(what, sizeof what, "%s C%d H%d W%d R%d S%d stride%d pad%d",
+             kind == 0 ? "maxpool" : kind == 1 ? "avgpool (padding counted)" : "avgpool", C, H, W,
+             R, S, stride, pad);
+    bad += test_compare(what, out, want, nout, kind ? ATOL : 0, kind ? RTOL : 0); /* max: exact */
+  }
   free(in), free(out), free(want);
   return bad;
 }
 
 static size_t test_pool(test_rng* rng) {
-  size_t bad = check_pool(rng, 20, 24, 24, 2, 2, 2) + check_pool(rng, 3, 9, 7, 2, 2, 2) +
-               check_pool(rng, 5, 11, 13, 3, 3, 2) + check_pool(rng, 2, 8, 5, 3, 2, 1) +
-               check_pool(rng, 1, 1, 1, 1, 1, 1) + check_pool(rng, 4, 10, 10, 4, 3, 3);
+  size_t bad = check_pool(rng, 20, 24, 24, 2, 2, 2, 0) + check_pool(rng, 3, 9, 7, 2, 2, 2, 0) +
+               check_pool(rng, 5, 11, 13, 3, 3, 2, 0) + check_pool(rng, 2, 8, 5, 3, 2, 1, 0) +
+               check_pool(rng, 1, 1, 1, 1, 1, 1, 0) + check_pool(rng, 4, 10, 10, 4, 3, 3, 0) +
+               check_pool(rng, 3, 7, 9, 3, 3, 2, 1) + check_pool(rng, 5, 16, 16, 3, 3, 2, 1) +
+               check_pool(rng, 2, 5, 11, 4, 5, 3, 2) + check_pool(rng, 1, 2, 3, 3, 2, 1, 1);
   /* NaN anywhere in a window makes that output NaN, first position or last; the other windows
      keep their maxima. */
   float in[2 * 4 * 4], out[2 * 2 * 2];
@@ -120,7 +140,7 @@ static size_t test_pool(test_rng* rng) {
   in[0] = NAN;       /* channel 0, window (0,0), its first element */
   in[16 + 15] = NAN; /* channel 1, window (1,1), its last element */
   for (int i = 0; i < 8; i++) out[i] = 1234.5f; /* not NaN, and no input reaches it */
-  cpu_maxpool(in, 2, 4, 4, 2, 2, 2, out);
+  cpu_maxpool(in, 2, 4, 4, 2, 2, 2, 0, out);
   CHECK(isnan(out[0]) && isnan(out[7]), "NaN did not propagate: %g %g", out[0], out[7]);
   for (int i = 1; i < 7; i++) {
     int c = i / 4, p = i % 4 / 2, q = i % 2;
@@ -147,6 +167,42 @@ static size_t test_relu(test_rng* rng) {
   size_t bad = test_compare("relu", out, want, N, 0, 0);
   cpu_relu(in, N, in); /* in place */
   return bad + test_compare("relu in place", in, want, N, 0, 0);
+}
+
+/* Leaky ReLU, sigmoid, tanh and clip against libm in double, NaN propagating, in place too. */
+static size_t test_pointwise(test_rng* rng) {
+  enum { N = 997 };
+  float in[N], out[N];
+  double want[N];
+  size_t bad = 0;
+  for (int kind = 0; kind < 4; kind++) {
+    test_fill_uniform(rng, in, N, -9, 9);
+    in[5] = NAN;
+    test_poison(out, N);
+    const float alpha = 0.1f, lo = -1.5f, hi = 2.25f;
+    const char* name = kind == 0 ? "leaky relu" : kind == 1 ? "sigmoid" : kind == 2 ? "tanh" : "clip";
+    for (int pass = 0; pass < 2; pass++) { /* out of place, then in place */
+      float* y = pass ? in : out;
+      float keep[N];
+      memcpy(keep, in, sizeof keep);
+      if (kind == 0) cpu_leaky_relu(in, N, alpha, y);
+      if (kind == 1) cpu_sigmoid(in, N, y);
+      if (kind == 2) cpu_tanh(in, N, y);
+      if (kind == 3) cpu_clip(in, N, lo, hi, y);
+      CHECK(isnan(y[5]), "%s(NaN) is %g", name, y[5]);
+      for (int i = 0; i < N; i++) {
+        double x = keep[i];
+        want[i] = kind == 0 ? (x < 0 ? (double)alpha * x : x)
+                  : kind == 1 ? 1 / (1 + exp(-x))
+                  : kind == 2 ? tanh(x)
+                              : fmin(fmax(x, lo), hi);
+      }
+      y[5] = 0, want[5] = 0;
+      bad += test_compare(name, y, want, N, ATOL, RTOL);
+      memcpy(in, keep, sizeof keep);
+    }
+  }
+  return bad;
 }
 
 static size_t check_fc(test_rng* rng, int n_in, int n_out, int with_bias) {
@@ -260,8 +316,8 @@ static size_t test_softmax(test_rng* rng) {
 
 int main(void) {
   test_rng rng = {20261122};
-  size_t bad = test_conv(&rng) + test_pool(&rng) + test_relu(&rng) + test_fc(&rng) +
-               test_lrn(&rng) + test_softmax(&rng);
+  size_t bad = test_conv(&rng) + test_pool(&rng) + test_relu(&rng) + test_pointwise(&rng) +
+               test_fc(&rng) + test_lrn(&rng) + test_softmax(&rng);
   CHECK(bad == 0, "%zu values out of tolerance", bad);
   printf("cpu layers: all match the double-precision reference\n");
   return 0;

@@ -18,6 +18,9 @@ static uint8_t* random_bytes(test_rng* r, size_t n, int below) {
   return b;
 }
 
+static void expect_images_refused(const char* path, ttp_status status, const char* f1,
+                                  const char* f2);
+
 static void read_back(test_rng* rng, int gz) {
   uint32_t dims[3] = {37, 13, 11};
   size_t n = 37 * 13 * 11;
@@ -30,8 +33,25 @@ static void read_back(test_rng* rng, int gz) {
   CHECK(error[0] == '\0', "message after success: %s", error);
   CHECK(im.count == 37 && im.rows == 13 && im.cols == 11, "dims %zu %d %d", im.count, im.rows,
         im.cols);
+  CHECK(im.channels == 1, "%d channels in a 3-dimensional file", im.channels);
   CHECK(memcmp(im.pixels, pixels, n) == 0, "pixels differ");
   ttp_free(im.pixels);
+
+  /* Four dimensions: [count, channels, rows, cols], planar; 1 or 3 channels, never 2. */
+  uint32_t dims4[4] = {7, 3, 9, 5};
+  const size_t n4 = 7 * 3 * 9 * 5;
+  uint8_t* planes = random_bytes(rng, n4, 256);
+  path = test_path(dir, gz ? "rgb.gz" : "rgb");
+  fixture_idx(path, 4, dims4, planes, n4, gz);
+  CHECK(ttp_read_idx_images(path, &im, error, sizeof error) == TTP_OK, "%s", error);
+  CHECK(im.count == 7 && im.channels == 3 && im.rows == 9 && im.cols == 5, "dims %zu %d %d %d",
+        im.count, im.channels, im.rows, im.cols);
+  CHECK(memcmp(im.pixels, planes, n4) == 0, "planes differ");
+  ttp_free(im.pixels);
+  dims4[1] = 2;
+  fixture_idx(path, 4, dims4, planes, 7 * 2 * 9 * 5, gz);
+  expect_images_refused(path, TTP_ERR_FORMAT, "2 channels", "1 or 3");
+  free(planes);
 
   uint8_t* labels = random_bytes(rng, 37, 10);
   path = test_path(dir, gz ? "labels.gz" : "labels");
@@ -47,7 +67,7 @@ static void read_back(test_rng* rng, int gz) {
 /* Both readers must refuse path with status and a message holding the fragments. */
 static void expect_images_refused(const char* path, ttp_status status, const char* f1,
                                   const char* f2) {
-  ttp_images im = {(uint8_t*)1, 5, 5, 5};
+  ttp_images im = {(uint8_t*)1, 5, 5, 5, 5};
   char error[TTP_ERROR_SIZE];
   ttp_status s = ttp_read_idx_images(path, &im, error, sizeof error);
   CHECK(s == status, "%s: want %s, got %s: %s", path, ttp_status_string(status),

@@ -31,7 +31,8 @@ typedef struct layer_case {
   const char* name;
   model_op op;
   model_shape in;
-  int a, b, c, d, e; /* conv: k r s stride pad; pool: r s stride; fc: out; lrn: n */
+  int a, b, c, d, e; /* conv: k r s stride pad; pool: r s stride pad count_pad; fc: out;
+                        lrn: n */
   int rows;
   int nan;           /* put a NaN in the input */
 } layer_case;
@@ -60,7 +61,13 @@ static model* build(const layer_case* t, test_rng* rng, int half) {
       l->p.conv.k = t->a, l->p.conv.r = t->b, l->p.conv.s = t->c, l->p.conv.stride = t->d;
       l->p.conv.pad = t->e;
       break;
-    case MODEL_MAXPOOL: l->p.pool.r = t->a, l->p.pool.s = t->b, l->p.pool.stride = t->c; break;
+    case MODEL_MAXPOOL:
+    case MODEL_AVGPOOL:
+      l->p.pool.r = t->a, l->p.pool.s = t->b, l->p.pool.stride = t->c, l->p.pool.pad = t->d;
+      l->p.pool.count_pad = t->e;
+      break;
+    case MODEL_LEAKY_RELU: l->p.leaky.alpha = 0.15f; break;
+    case MODEL_CLIP: l->p.clip.lo = -0.75f, l->p.clip.hi = 0.5f; break;
     case MODEL_FC: l->p.fc.out = t->a; break;
     case MODEL_LRN:
       l->p.lrn.n = t->a, l->p.lrn.alpha = 1e-2, l->p.lrn.beta = 0.75, l->p.lrn.k = 1.0;
@@ -147,7 +154,10 @@ static size_t run_case(const layer_case* t, test_rng* rng, int gpu) {
       /* fp16: the sum before its bias is rounded too, and it may be larger by up to |bias| */
       if (half) atol += 0.5 * 0x1p-10;
     }
-    if (t->op == MODEL_LRN || t->op == MODEL_SOFTMAX) {
+    if (t->op == MODEL_AVGPOOL) /* a sum of R x S inputs of size 1, then a division */
+      atol += 4 * sqrt((double)t->a * t->b) * 0x1p-24, rtol += 0x1p-23;
+    if (t->op == MODEL_LRN || t->op == MODEL_SOFTMAX || t->op == MODEL_SIGMOID ||
+        t->op == MODEL_TANH) { /* libm's and CUDA's functions, each within a few ulp */
       atol += 1e-7;
       rtol += 2e-6;
     }
@@ -191,6 +201,21 @@ int main(int argc, char** argv) {
       {"softmax 10", MODEL_SOFTMAX, {10, 1, 1}, 0, 0, 0, 0, 0, 37, 0},
       {"pool with a NaN", MODEL_MAXPOOL, {3, 9, 7}, 2, 2, 2, 0, 0, 3, 1},
       {"relu with a NaN", MODEL_RELU, {7, 3, 5}, 0, 0, 0, 0, 0, 3, 1},
+      /* the layers of PyTorch's exports (tests/onnx/) */
+      {"avgpool 8x24x24 2x2/2", MODEL_AVGPOOL, {8, 24, 24}, 2, 2, 2, 0, 1, 17, 0},
+      {"avgpool 16x12x12 3x3/2 pad 1 counted", MODEL_AVGPOOL, {16, 12, 12}, 3, 3, 2, 1, 1, 3, 0},
+      {"avgpool 5x9x7 3x2/1 pad 1 not counted", MODEL_AVGPOOL, {5, 9, 7}, 3, 2, 1, 1, 0, 37, 0},
+      {"maxpool 32x8x8 3x3/2 pad 1", MODEL_MAXPOOL, {32, 8, 8}, 3, 3, 2, 1, 0, 17, 0},
+      {"leakyrelu 64", MODEL_LEAKY_RELU, {64, 1, 1}, 0, 0, 0, 0, 0, 37, 0},
+      {"sigmoid 64", MODEL_SIGMOID, {64, 1, 1}, 0, 0, 0, 0, 0, 37, 0},
+      {"tanh 16x12x12", MODEL_TANH, {16, 12, 12}, 0, 0, 0, 0, 0, 17, 0},
+      {"clip 16x16x16", MODEL_CLIP, {16, 16, 16}, 0, 0, 0, 0, 0, 3, 0},
+      {"maxpool padded with a NaN", MODEL_MAXPOOL, {3, 9, 7}, 3, 3, 2, 1, 0, 3, 1},
+      {"avgpool with a NaN", MODEL_AVGPOOL, {3, 9, 7}, 2, 2, 2, 0, 1, 3, 1},
+      {"leakyrelu with a NaN", MODEL_LEAKY_RELU, {7, 3, 5}, 0, 0, 0, 0, 0, 3, 1},
+      {"sigmoid with a NaN", MODEL_SIGMOID, {7, 3, 5}, 0, 0, 0, 0, 0, 3, 1},
+      {"tanh with a NaN", MODEL_TANH, {7, 3, 5}, 0, 0, 0, 0, 0, 3, 1},
+      {"clip with a NaN", MODEL_CLIP, {7, 3, 5}, 0, 0, 0, 0, 0, 3, 1},
   };
   test_rng rng = {20261123};
   size_t bad = 0, cases = 0;
@@ -198,7 +223,7 @@ int main(int argc, char** argv) {
     bad += run_case(&shipped[i], &rng, gpu);
   /* Random shapes of every kind, odd sizes. */
   static const int rows[] = {1, 3, 17, 37};
-  for (int k = 0; k < 30; k++, cases++) {
+  for (int k = 0; k < 4 * MODEL_OP_COUNT; k++, cases++) {
     char name[96];
     layer_case t = {name, (model_op)(k % MODEL_OP_COUNT), {test_int(&rng, 1, 7),
                     test_int(&rng, 5, 19), test_int(&rng, 5, 19)}, 0, 0, 0, 0, 0,
@@ -211,9 +236,12 @@ int main(int argc, char** argv) {
                  t.in.w, t.a, t.b, t.c, t.d, t.e);
         break;
       case MODEL_MAXPOOL:
+      case MODEL_AVGPOOL:
         t.a = test_int(&rng, 1, 4), t.b = test_int(&rng, 1, 4), t.c = test_int(&rng, 1, 3);
-        snprintf(name, sizeof name, "maxpool %dx%dx%d %dx%d/%d", t.in.c, t.in.h, t.in.w, t.a, t.b,
-                 t.c);
+        t.d = test_int(&rng, 0, (t.a < t.b ? t.a : t.b) - 1), t.e = test_int(&rng, 0, 1);
+        snprintf(name, sizeof name, "%s %dx%dx%d %dx%d/%d pad %d%s", model_op_name(t.op), t.in.c,
+                 t.in.h, t.in.w, t.a, t.b, t.c, t.d,
+                 t.op == MODEL_AVGPOOL && t.d ? t.e ? " counted" : " not counted" : "");
         break;
       case MODEL_FC:
         t.a = test_int(&rng, 1, 301);

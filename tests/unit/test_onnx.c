@@ -176,7 +176,7 @@ int main(void) {
     const char *what, *f1, *f2;
   } broken[] = {
       {FIXTURE_ONNX_MISSING, "weights missing", "'nowhere'", "not an initializer"},
-      {FIXTURE_ONNX_BAD_OP, "an unsupported operator", "'squash' (Tanh)", "not supported"},
+      {FIXTURE_ONNX_BAD_OP, "an unsupported operator", "'squash' (Softsign)", "not supported"},
       {FIXTURE_ONNX_NOT_CHAIN, "not a chain", "'astray'", "not a chain"},
       {FIXTURE_ONNX_DYNAMIC, "a dynamic shape", "dynamic shape", "'rows'"},
       {FIXTURE_ONNX_BIG, "a 100-row input", "1x100x28", "8x8 to 64x64"},
@@ -224,7 +224,7 @@ int main(void) {
   o.engine = TTP_ENGINE_CPU;
   ttp_pipeline* p = NULL;
   CHECK(ttp_open(&o, &p) == TTP_ERR_MODEL, "ttp_open accepted an unsupported operator");
-  EXPECT_MESSAGE(ttp_last_error(p), "'squash' (Tanh)");
+  EXPECT_MESSAGE(ttp_last_error(p), "'squash' (Softsign)");
   ttp_close(p);
 
   model_free(ref);

@@ -70,12 +70,12 @@ static void test_copies(test_rng* rng) {
 
   /* Copy 0 is the image itself; without keep_original it is augmented. */
   test_poison(out, R * C);
-  aug_make_copy(&s, key, 0, img, R, C, out);
+  aug_make_copy(&s, key, 0, img, 1, R, C, out);
   for (int i = 0; i < R * C; i++)
     CHECK(out[i] == (float)img[i] / 255.0f, "copy 0 pixel %d is %g", i, out[i]);
   t.keep_original = 0;
   aug_spec s2 = spec_of(&t);
-  aug_make_copy(&s2, key, 0, img, R, C, out);
+  aug_make_copy(&s2, key, 0, img, 1, R, C, out);
   int changed = 0;
   for (int i = 0; i < R * C; i++) changed += out[i] != (float)img[i] / 255.0f;
   CHECK(changed > R * C / 2, "copy 0 without keep_original changed only %d pixels", changed);
@@ -90,7 +90,7 @@ static void test_copies(test_rng* rng) {
     aug_params p = aug_copy_params(&s, key, (uint32_t)c);
     CHECK(p.dx >= -3 && p.dx <= 3 && p.dy >= -3 && p.dy <= 3, "shift %d %d", p.dx, p.dy);
     test_poison(out, R * C);
-    aug_make_copy(&s, key, c, img, R, C, out);
+    aug_make_copy(&s, key, c, img, 1, R, C, out);
     for (int y = 0; y < R; y++)
       for (int x = 0; x < C; x++) {
         int sy = y - p.dy, sx = x - p.dx;
@@ -103,10 +103,60 @@ static void test_copies(test_rng* rng) {
   /* Without the clamp the same copies leave [0, 1]. */
   t.clamp = 0;
   s = spec_of(&t);
-  aug_make_copy(&s, key, 1, img, R, C, out);
+  aug_make_copy(&s, key, 1, img, 1, R, C, out);
   float lo = 1, hi = 0;
   for (int i = 0; i < R * C; i++) lo = fminf(lo, out[i]), hi = fmaxf(hi, out[i]);
   CHECK(lo < 0 && hi > 1, "unclamped copy within [%g, %g]", lo, hi);
+}
+
+/* Three planes: every channel moves by the copy's shift with the same contrast and brightness,
+   draws its own noise, and is scaled last, (v - mean) / std, after the clamp. */
+static void test_channels(test_rng* rng) {
+  enum { R = 9, C = 7, P = R * C }; /* 63 values a plane: the noise's groups of four straddle */
+  uint8_t img[3 * P];
+  for (int i = 0; i < 3 * P; i++) img[i] = (uint8_t)test_int(rng, 1, 255);
+  float out[3 * P], grey[P];
+  ttp_tta t;
+  ttp_tta_init(&t);
+  t.copies = 4, t.shift = 2, t.noise = 0;
+  aug_spec s = spec_of(&t);
+  uint64_t key = aug_image_key(img, 3 * P);
+  for (int c = 1; c < 4; c++) {
+    aug_params p = aug_copy_params(&s, key, (uint32_t)c);
+    test_poison(out, 3 * P);
+    aug_make_copy(&s, key, c, img, 3, R, C, out);
+    for (int ch = 0; ch < 3; ch++) { /* without noise each plane is a grey copy of itself */
+      aug_make_copy(&s, key, c, img + ch * P, 1, R, C, grey);
+      CHECK(memcmp(grey, out + ch * P, sizeof grey) == 0, "copy %d channel %d (dx %d dy %d) is "
+            "not its plane moved alike", c, ch, p.dx, p.dy);
+    }
+  }
+  /* With noise, the planes of a flat image differ from one another (each its own noise). */
+  memset(img, 128, sizeof img);
+  t.noise = 0.1f, t.shift = 0;
+  s = spec_of(&t);
+  key = aug_image_key(img, 3 * P);
+  aug_make_copy(&s, key, 1, img, 3, R, C, out);
+  int same = 0;
+  for (int i = 0; i < P; i++) same += out[i] == out[P + i] && out[i] == out[2 * P + i];
+  CHECK(same < P / 4, "%d of %d pixels drew the same noise in every channel", same, P);
+  /* Scaling comes after the clamp: a copy clamped to 1 becomes (1 - mean) / std. */
+  t.noise = 0, t.contrast_min = t.contrast_max = 4.0f;
+  s = spec_of(&t);
+  s.scaled = 1;
+  const float mean[3] = {0.25f, 0.5f, 0.75f}, std[3] = {0.5f, 0.25f, 2.0f};
+  memcpy(s.mean, mean, sizeof mean), memcpy(s.std, std, sizeof std);
+  test_poison(out, 3 * P);
+  aug_make_copy(&s, key, 1, img, 3, R, C, out);
+  for (int ch = 0; ch < 3; ch++)
+    for (int i = 0; i < P; i++)
+      CHECK(out[ch * P + i] == (1.0f - mean[ch]) / std[ch], "channel %d pixel %d: %g, want %g",
+            ch, i, out[ch * P + i], (1.0f - mean[ch]) / std[ch]);
+  /* Copy 0 scaled: the pixel / 255, then the scaling, each step rounded to float. */
+  aug_make_copy(&s, key, 0, img, 3, R, C, out);
+  for (int ch = 0; ch < 3; ch++)
+    CHECK(out[ch * P] == ((128.0f / 255.0f) - mean[ch]) / std[ch], "copy 0 channel %d: %g", ch,
+          out[ch * P]);
 }
 
 /* Parameters and noise over many images and copies: every shift occurs about equally often,
@@ -283,6 +333,7 @@ int main(void) {
   test_philox();
   test_key(&rng);
   test_copies(&rng);
+  test_channels(&rng);
   test_distributions(&rng);
   test_math();
   test_merge();
