@@ -36,7 +36,12 @@ int cudnn_supports(const model_layer* l, const engine_config* c, char* why, size
   switch (l->op) {
     case MODEL_CONV:
     case MODEL_MAXPOOL:
+    case MODEL_AVGPOOL:
     case MODEL_RELU:
+    case MODEL_LEAKY_RELU:
+    case MODEL_SIGMOID:
+    case MODEL_TANH:
+    case MODEL_CLIP:
     case MODEL_FC:
     case MODEL_SOFTMAX:
       return 1;

@@ -32,6 +32,23 @@ __global__ void convert_kernel(const From* __restrict__ in, To* __restrict__ out
     store(&out[i], widen(in[i]));
 }
 
+template <typename T>
+__global__ void pointwise_kernel(gpu_pointwise_op op, float a, float b, const T* in, T* out,
+                                 size_t count) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const float x = widen(in[i]);
+    float y;
+    switch (op) {  // comparisons false for NaN: it passes through
+      case GPU_LEAKY_RELU: y = x < 0.0f ? a * x : x; break;
+      case GPU_SIGMOID: y = 1.0f / (1.0f + expf(-x)); break;
+      case GPU_TANH: y = tanhf(x); break;
+      default: y = x < a ? a : x > b ? b : x; break;
+    }
+    store(&out[i], y);
+  }
+}
+
 ttp_status launched(const char* what, ttp_err* e) {
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return ERR(e, TTP_ERR_CUDA, "%s launch: %s", what, cudaGetErrorString(err));
@@ -50,6 +67,18 @@ extern "C" ttp_status gpu_bias_add(void* x, const void* bias, size_t n, int chan
     bias_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
         static_cast<float*>(x), static_cast<const float*>(bias), total, channels, plane);
   return launched("bias_kernel", e);
+}
+
+extern "C" ttp_status gpu_pointwise(gpu_pointwise_op op, float a, float b, const void* in,
+                                    void* out, size_t count, int half, cudaStream_t stream,
+                                    ttp_err* e) {
+  if (half)
+    pointwise_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
+        op, a, b, static_cast<const __half*>(in), static_cast<__half*>(out), count);
+  else
+    pointwise_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
+        op, a, b, static_cast<const float*>(in), static_cast<float*>(out), count);
+  return launched("pointwise_kernel", e);
 }
 
 extern "C" ttp_status gpu_to_half(const float* in, void* out, size_t count, cudaStream_t stream,

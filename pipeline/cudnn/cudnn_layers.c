@@ -6,8 +6,12 @@
               with TTP_PLAN_HEURISTIC, cuDNN's heuristic ranking, nothing timed), the
               fastest implicit GEMM that every bucket supports (and, in fp32, that uses no
               tensor cores: no TF32). fp32: FMA math. fp16: tensor-core math, fp32 accumulation.
-     maxpool  cudnnPoolingForward, CUDNN_PROPAGATE_NAN.
+     maxpool  cudnnPoolingForward, CUDNN_PROPAGATE_NAN, with the model's padding (never chosen).
+     avgpool  cudnnPoolingForward, the padding counted in the divisor or not, as the model says.
      relu     cudnnActivationForward, unless the fc layer before it applies it in its epilogue.
+     leakyrelu, sigmoid, tanh, clip
+              pointwise_kernel (cudnn_kernels.cu): cuDNN's legacy activations have no leaky
+              ReLU and clip only from zero.
      fc       one cublasLtMatmul over all n rows: D (out x n) = W (in x out)^T X (in x n), the
               bias (and the ReLU that follows) in the epilogue. Compute type fp32 in both
               precisions (fp16 inputs run on tensor cores). The algorithm: the heuristic's best at
@@ -245,11 +249,15 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
 /* ---- maxpool, relu, lrn, softmax ----------------------------------------------------------- */
 
 static ttp_status pool_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  const model_layer* l = L->l;
+  const cudnnPoolingMode_t mode = l->op == MODEL_MAXPOOL ? CUDNN_POOLING_MAX
+                                  : l->p.pool.count_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                        : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
   TRY(plan_tensors(ctx, L, e));
   CUDNN_TRY(e, cudnnCreatePoolingDescriptor(&L->pool));
-  CUDNN_TRY(e, cudnnSetPooling2dDescriptor(L->pool, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN,
-                                           L->l->p.pool.r, L->l->p.pool.s, 0, 0,
-                                           L->l->p.pool.stride, L->l->p.pool.stride));
+  CUDNN_TRY(e, cudnnSetPooling2dDescriptor(L->pool, mode, CUDNN_PROPAGATE_NAN, l->p.pool.r,
+                                           l->p.pool.s, l->p.pool.pad, l->p.pool.pad,
+                                           l->p.pool.stride, l->p.pool.stride));
   return TTP_OK;
 }
 
@@ -276,6 +284,24 @@ static ttp_status relu_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
   CUDNN_TRY(e, cudnnActivationForward(ctx->dnn, L->activation, &one, L->x[b], in, &zero, L->y[b],
                                       out));
   return TTP_OK;
+}
+
+static ttp_status pointwise_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  (void)ctx, (void)e;
+  snprintf(L->algo, sizeof L->algo, "ttapipe's pointwise kernel");
+  return TTP_OK;
+}
+
+static ttp_status pointwise_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                                   const void* in, void* out, ttp_err* e) {
+  const model_layer* l = L->l;
+  gpu_pointwise_op op = GPU_CLIP;
+  float x = l->p.clip.lo, y = l->p.clip.hi;
+  if (l->op == MODEL_LEAKY_RELU) op = GPU_LEAKY_RELU, x = l->p.leaky.alpha;
+  if (l->op == MODEL_SIGMOID) op = GPU_SIGMOID;
+  if (l->op == MODEL_TANH) op = GPU_TANH;
+  return gpu_pointwise(op, x, y, in, out, (size_t)ctx->rows[b] * model_shape_size(l->in),
+                       ctx->half, ctx->stream, e);
 }
 
 static ttp_status lrn_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
@@ -412,6 +438,11 @@ static const gpu_layer_ops gpu_layer_table[MODEL_OP_COUNT] = {
     [MODEL_CONV] = {conv_plan, conv_enqueue},       [MODEL_MAXPOOL] = {pool_plan, pool_enqueue},
     [MODEL_RELU] = {relu_plan, relu_enqueue},       [MODEL_FC] = {fc_plan, fc_enqueue},
     [MODEL_LRN] = {lrn_plan, lrn_enqueue},          [MODEL_SOFTMAX] = {softmax_plan, softmax_enqueue},
+    [MODEL_AVGPOOL] = {pool_plan, pool_enqueue},
+    [MODEL_LEAKY_RELU] = {pointwise_plan, pointwise_enqueue},
+    [MODEL_SIGMOID] = {pointwise_plan, pointwise_enqueue},
+    [MODEL_TANH] = {pointwise_plan, pointwise_enqueue},
+    [MODEL_CLIP] = {pointwise_plan, pointwise_enqueue},
 };
 
 ttp_status gpu_layer_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {

@@ -13,10 +13,11 @@
 
 int fused_supports(const model_layer* l, const engine_config* c, char* why, size_t n) {
   (void)c;
-  if (l->op == MODEL_CONV || l->op == MODEL_MAXPOOL || l->op == MODEL_RELU ||
-      l->op == MODEL_FC || l->op == MODEL_LRN || l->op == MODEL_SOFTMAX)
+  if (l->op == MODEL_CONV || (l->op == MODEL_MAXPOOL && l->p.pool.pad == 0) ||
+      l->op == MODEL_RELU || l->op == MODEL_FC || l->op == MODEL_LRN || l->op == MODEL_SOFTMAX)
     return 1;
-  snprintf(why, n, "no fused kernel for layer kind %d", (int)l->op);
+  snprintf(why, n, "no fused kernel for layer %s (%s%s)", l->name, model_op_name(l->op),
+           l->op == MODEL_MAXPOOL ? " with padding" : "");
   return 0;
 }
 
@@ -71,10 +72,10 @@ static int take_conv_pool(layer_walk* w, int max_k, int* k, int* pad, int* relu,
   const model_layer* pool = take(w, MODEL_MAXPOOL);
   if (!pool) return refuse(w, "a maxpool");
   if (pool->p.pool.r != FUSED_POOL || pool->p.pool.s != FUSED_POOL ||
-      pool->p.pool.stride != FUSED_POOL) {
-    snprintf(w->why, w->n, "layer %s: the fused kernels take %dx%d max-pooling of stride %d, "
-             "not %dx%d stride %d", pool->name, FUSED_POOL, FUSED_POOL, FUSED_POOL,
-             pool->p.pool.r, pool->p.pool.s, pool->p.pool.stride);
+      pool->p.pool.stride != FUSED_POOL || pool->p.pool.pad != 0) {
+    snprintf(w->why, w->n, "layer %s: the fused kernels take %dx%d max-pooling of stride %d "
+             "without padding, not %dx%d stride %d pad %d", pool->name, FUSED_POOL, FUSED_POOL,
+             FUSED_POOL, pool->p.pool.r, pool->p.pool.s, pool->p.pool.stride, pool->p.pool.pad);
     return 0;
   }
   *relu |= take_relus(w);
