@@ -112,21 +112,17 @@ ttp_status io_pool_open(const char* const* paths, size_t count, int final,
   *p = (io_pool){.paths = paths, .known = count, .final = final, .chunk = chunk,
                  .pixels = (size_t)channels * rows * cols, .rows = rows, .cols = cols,
                  .window = window, .threads = threads};
-  /* The caller's options as far as its struct goes (io_load_image checks them), the model's
-     channels. */
-  ttp_image_options_init(&p->options);
-  if (options && options->struct_size <= sizeof p->options)
-    memcpy(&p->options, options, options->struct_size);
-  else if (options)
-    memcpy(&p->options, options, sizeof p->options);
-  p->options.struct_size = sizeof p->options;
-  p->options.channels = channels;
+  ttp_status s = io_image_options(options, channels, &p->options, e);
+  if (s != TTP_OK) {
+    free(p);
+    return s;
+  }
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->work, NULL);
   pthread_cond_init(&p->ready, NULL);
   p->chunks = calloc((size_t)window, sizeof *p->chunks);
   p->ids = calloc((size_t)threads, sizeof *p->ids);
-  ttp_status s = p->chunks && p->ids ? TTP_OK : ERR_NOMEM(e, (size_t)window * sizeof *p->chunks);
+  s = p->chunks && p->ids ? TTP_OK : ERR_NOMEM(e, (size_t)window * sizeof *p->chunks);
   for (int w = 0; w < window && s == TTP_OK; w++) {
     p->chunks[w].outcomes = malloc(chunk * sizeof(io_outcome));
     p->chunks[w].paths = malloc(chunk * sizeof(char*));

@@ -60,15 +60,16 @@ ttp_status io_decode(const uint8_t* bytes, size_t size, const char* path, int ma
              path);
 }
 
-/* The caller's options over the defaults (an older, shorter struct keeps the newer defaults). */
-static ttp_status take_options(const ttp_image_options* given, ttp_image_options* o, ttp_err* e) {
+ttp_status io_image_options(const ttp_image_options* given, int channels, ttp_image_options* o,
+                            ttp_err* e) {
   ttp_image_options_init(o);
-  if (!given) return TTP_OK;
-  if (given->struct_size < offsetof(ttp_image_options, max_file_bytes) + sizeof(size_t))
+  if (given && given->struct_size < offsetof(ttp_image_options, max_file_bytes) + sizeof(size_t))
     return ERR(e, TTP_ERR_INVALID_ARGUMENT,
                "ttp_image_options.struct_size is %zu: call ttp_image_options_init first",
                given->struct_size);
-  memcpy(o, given, given->struct_size < sizeof *o ? given->struct_size : sizeof *o);
+  if (given) memcpy(o, given, given->struct_size < sizeof *o ? given->struct_size : sizeof *o);
+  o->struct_size = sizeof *o;
+  if (channels) o->channels = channels;
   if ((unsigned)o->invert > TTP_INVERT_NO || (unsigned)o->center > TTP_CENTER_MNIST)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "unknown invert or center mode");
   if (o->max_width < 1 || o->max_width > IMAGE_MAX_SIDE || o->max_height < 1 ||
@@ -88,7 +89,7 @@ ttp_status io_load_image_bytes(const uint8_t* bytes, size_t size, const char* pa
   if (!bytes || !path || !pixels || rows < 1 || cols < 1)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "ttp_load_image: path, pixels and a size are required");
   ttp_image_options o;
-  TRY(take_options(given, &o, e));
+  TRY(io_image_options(given, 0, &o, e));
   double t0 = clock_seconds();
   io_raster r;
   ttp_status s = io_decode(bytes, size, path, o.max_width, o.max_height, &r, e);
@@ -109,7 +110,7 @@ ttp_status io_load_image(const char* path, const ttp_image_options* given, int r
   if (!path || !pixels || rows < 1 || cols < 1)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "ttp_load_image: path, pixels and a size are required");
   ttp_image_options o;
-  TRY(take_options(given, &o, e));
+  TRY(io_image_options(given, 0, &o, e));
   double t0 = clock_seconds();
   uint8_t* bytes;
   size_t size;

@@ -26,6 +26,11 @@ void io_raster_free(io_raster* r);
 ttp_status io_decode(const uint8_t* bytes, size_t size, const char* path, int max_w, int max_h,
                      io_raster* out, ttp_err* e);
 
+/* The caller's options (NULL: the defaults; an older, shorter struct keeps the newer fields'
+   defaults) into *out, their channels replaced by `channels` unless it is 0, checked. */
+ttp_status io_image_options(const ttp_image_options* given, int channels, ttp_image_options* out,
+                            ttp_err* e);
+
 /* What ttp_load_image does once the file is read: decode and preprocess size bytes (path names
    the file in messages); the fuzz targets (tests/fuzz/) enter here. The seconds spent decoding
    and preprocessing are added to seconds[0..1] when seconds is not NULL. */

@@ -40,24 +40,32 @@ typedef struct reader {
   ttp_err* e;
 } reader;
 
-/* A constant tensor by name: an initializer, or the value of a Constant node (PyTorch writes
-   those for a Pad's pads, a Clip's bounds, an Unsqueeze's axes). */
-static const Onnx__TensorProto* initializer(const reader* r, const char* name) {
+/* A constant tensor by name: an initializer, the value of a Constant node (PyTorch writes those
+   for a Pad's pads, a Clip's bounds, an Unsqueeze's axes), or an Identity of a constant (PyTorch
+   writes those where two initializers hold the same values), followed at most `depth` Identity
+   nodes deep. */
+static const Onnx__TensorProto* constant(const reader* r, const char* name, int depth) {
   if (!name) return NULL;
   for (size_t i = 0; i < r->g->n_initializer; i++)
     if (r->g->initializer[i]->name && strcmp(r->g->initializer[i]->name, name) == 0)
       return r->g->initializer[i];
   for (size_t k = 0; k < r->g->n_node; k++) {
     const Onnx__NodeProto* n = r->g->node[k];
-    if (!n->op_type || strcmp(n->op_type, "Constant") != 0 || n->n_output < 1 ||
-        !n->output[0] || strcmp(n->output[0], name) != 0)
+    if (!n->op_type || n->n_output < 1 || !n->output[0] || strcmp(n->output[0], name) != 0)
       continue;
+    if (strcmp(n->op_type, "Identity") == 0)
+      return depth > 0 && n->n_input == 1 ? constant(r, n->input[0], depth - 1) : NULL;
+    if (strcmp(n->op_type, "Constant") != 0) return NULL;
     for (size_t i = 0; i < n->n_attribute; i++)
       if (n->attribute[i]->name && strcmp(n->attribute[i]->name, "value") == 0)
         return n->attribute[i]->t;
     return NULL;
   }
   return NULL;
+}
+
+static const Onnx__TensorProto* initializer(const reader* r, const char* name) {
+  return constant(r, name, 4);
 }
 
 /* A constant's int64 values (typed or raw little-endian, as PyTorch writes them): at most max
@@ -249,9 +257,7 @@ static ttp_status pool_node(reader* r, size_t k, model_op op) {
   if (int_attr(n, "ceil_mode", 0) != 0) return node_error(r, k, "ceil_mode");
   if (n->n_output > 1) return node_error(r, k, "the indices output");
   int count_pad = op == MODEL_AVGPOOL && int_attr(n, "count_include_pad", 0) != 0;
-  if (r->pad) {
-    if (op != MODEL_AVGPOOL) return node_error(r, k, "after a Pad (only a Conv or an AveragePool "
-                                               "takes its zeros)");
+  if (r->pad) { /* an AveragePool (node_layer refuses anything else after a Pad) */
     if (pad && !count_pad)
       return node_error(r, k, "padding of its own, not counted, after a Pad's counted zeros");
     pad += take_pad(r), count_pad = 1;
@@ -652,9 +658,14 @@ static ttp_status read_graph(reader* r) {
   r->weighted = -1;
   for (size_t k = 0; k < g->n_node; k++) {
     const Onnx__NodeProto* n = g->node[k];
-    if (n->op_type && strcmp(n->op_type, "Constant") == 0) { /* a value, read where used */
+    const int is_constant = n->op_type && strcmp(n->op_type, "Constant") == 0;
+    const int is_identity = n->op_type && strcmp(n->op_type, "Identity") == 0 &&
+                            n->n_input == 1 && n->input[0] && strcmp(n->input[0], current) != 0;
+    if (is_constant || is_identity) { /* a value, read where used */
       if (n->n_output != 1 || !n->output[0] || !initializer(r, n->output[0]))
-        return node_error(r, k, "not one tensor value");
+        return node_error(r, k, is_constant ? "not one tensor value"
+                                            : "not a chain: it does not take '%s', the previous "
+                                              "node's output, nor a constant", current);
       continue;
     }
     /* The chain's tensor is the node's first input (an Add's first or second). */

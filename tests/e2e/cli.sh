@@ -246,5 +246,34 @@ else
   echo "note: $shared absent; the checks on NVIDIA's model were not run"
 fi
 
+# --- ONNX models: PyTorch's exports (models/*/model.onnx, tests/onnx/) ---------------------------
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+run 0 info --model "$repo/models/lenet-mnist/model.onnx"; out_has "softmax (added)"
+run 0 info --model "$repo/tests/onnx/rgb-stride.onnx"; out_has "3x32x32"; out_has "- 0.4914) / 0.247"
+# An RGB model on its 4-D IDX images (planar), its labels generated; grey images refused.
+rgb=$repo/tests/onnx/rgb-stride
+"$fixture" labels "$work/rgb-labels" 7 10 5
+run 0 eval --model "$rgb.onnx" --images "$rgb.images.idx" --labels "$work/rgb-labels" --tta 3; out_has "accuracy"
+run 1 eval --model "$rgb.onnx" --images "$work/img" --labels "$work/lab"
+one_error "the model needs 3x32x32"
+# Colour files through classify (each plane resized); the scaling overridden changes the answer.
+run 0 classify --model "$rgb.onnx" --quiet "$g/nested/deeper" "$g/wide.ppm"; cp "$work/out" "$work/rgb1"
+run 0 classify --model "$rgb.onnx" --quiet --mean 0 --std 1 "$g/nested/deeper" "$g/wide.ppm"
+[ "$(wc -l <"$work/out")" -eq "$(wc -l <"$work/rgb1")" ] || fail "RGB classify: rows differ"
+cmp -s "$work/out" "$work/rgb1" && fail "RGB classify: --mean 0 --std 1 changed nothing"
+run 2 classify --model "$rgb.onnx" --mean 0.5 "$g/wide.ppm"
+grep -q -- "--mean and --std come together" "$work/err" || fail "--mean alone: $(cat "$work/err")"
+run 2 classify --model "$rgb.onnx" --mean 0.5 --std 0 "$g/wide.ppm"
+grep -q "std 0 1e-6..1e6" "$work/err" || fail "--std 0: $(cat "$work/err")"
+run 1 classify --model "$rgb.onnx" --center mnist "$g/wide.ppm"; one_error "one-channel"
+# Bad ONNX files: one line, exit 1.
+: >"$work/empty.onnx"
+mkdir -p "$work/folder.onnx"
+head -c 3000 "$repo/models/lenet-mnist/model.onnx" >"$work/cut.onnx"
+head -c 5000 "$work/img" >"$work/magic.onnx"
+for bad in empty folder cut magic; do
+  run 1 info --model "$work/$bad.onnx"; one_error "$bad.onnx"
+done
+
 if [ "$failures" -ne 0 ]; then echo "$failures failures"; exit 1; fi
 echo "cli: all checks passed"

@@ -3,8 +3,8 @@
    (png, jpeg, bmp or pnm; an input of another format is skipped, so that each target spends its
    time on its own decoder).
 
-   The last 4 bytes of an input choose the preprocessing: invert mode, centring, and an output
-   of 1..48 rows by 1..48 columns. Decoders ignore bytes after an image's end, so a seed keeps
+   The last 4 bytes of an input choose the preprocessing: invert mode, grey with or without
+   centring or three planes (RGB), and an output of 1..48 rows by 1..48 columns. Decoders ignore bytes after an image's end, so a seed keeps
    its image whole and still picks its options (tests/fuzz/make_corpus.c appends them).
 
    Beyond what the sanitizers see, each input checks: a failure is one line naming the file; a
@@ -60,12 +60,13 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ttp_image_options o;
   ttp_image_options_init(&o);
   o.invert = (ttp_invert)(tail[0] % 3);
-  o.center = (ttp_center)(tail[1] % 2);
+  o.channels = tail[1] & 2 ? 3 : 1;
+  o.center = o.channels == 1 ? (ttp_center)(tail[1] % 2) : TTP_CENTER_NONE;
   o.max_width = o.max_height = FUZZ_MAX_SIDE;
   int rows = 1 + tail[2] % FUZZ_MAX_OUT, cols = 1 + tail[3] % FUZZ_MAX_OUT;
 
-  static uint8_t first[FUZZ_MAX_OUT * FUZZ_MAX_OUT], second[FUZZ_MAX_OUT * FUZZ_MAX_OUT];
-  size_t n = (size_t)rows * cols;
+  static uint8_t first[3 * FUZZ_MAX_OUT * FUZZ_MAX_OUT], second[3 * FUZZ_MAX_OUT * FUZZ_MAX_OUT];
+  size_t n = (size_t)o.channels * rows * cols;
   memset(first, 0x00, n);
   memset(second, 0xff, n);
   ttp_err e;

@@ -3,13 +3,17 @@
    Checks: a refusal is one line naming the file, status TTP_ERR_MODEL or TTP_ERR_FORMAT (or
    TTP_ERR_IO, TTP_ERR_OUT_OF_MEMORY), and returns no model; an accepted model passed model_check
    (its shapes fit, its classes are its last layer's outputs), ends in a softmax, its weights
-   are finite, and its labels (from the metadata) are one a class, none empty, no control
-   characters. */
+   are finite, its labels (from the metadata) are one a class, none empty, no control
+   characters, its input is 1 or 3 channels of 8..64 a side and its scaling finite with std > 0;
+   and a small accepted model runs one image through the CPU reference layers (each output
+   poisoned first, every value written), so that odd windows, paddings and strides meet the
+   layers under the sanitizers. */
 #include <math.h>
 #include <string.h>
 
 #include "fuzz.h"
 #include "io/model_onnx.h"
+#include "pipeline/cpu/cpu_engine.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* path = fuzz_temp_path("model.onnx");
@@ -42,6 +46,34 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_ASSERT(isfinite(y->weights[k]), "layer %d weight %zu not finite", l, k);
     for (size_t k = 0; k < y->bias_count; k++)
       FUZZ_ASSERT(isfinite(y->bias[k]), "layer %d bias %zu not finite", l, k);
+  }
+  const model_shape in = m->input;
+  FUZZ_ASSERT((in.c == 1 || in.c == 3) && in.h >= 8 && in.h <= 64 && in.w >= 8 && in.w <= 64,
+              "input %dx%dx%d accepted", in.c, in.h, in.w);
+  for (int c = 0; c < 3; c++)
+    FUZZ_ASSERT(isfinite(m->scaling.mean[c]) && m->scaling.std[c] > 0 &&
+                    isfinite(m->scaling.std[c]), "scaling %g / %g", m->scaling.mean[c],
+                m->scaling.std[c]);
+  double macs = 0;
+  for (int l = 0; l < m->layer_count; l++) macs += m->layers[l].macs;
+  const size_t most = model_max_activation(m);
+  if (macs < 2e6 && most <= 1 << 16) {
+    static float a[1 << 16], b[1 << 16];
+    for (size_t i = 0; i < model_shape_size(in); i++) a[i] = (float)(i % 7) * 0.25f - 0.5f;
+    engine_config c = {.threads = 1};
+    const uint32_t poison = 0x7fa5a5a5u; /* a NaN no arithmetic makes */
+    float *x = a, *y = b;
+    for (int l = 0; l < m->layer_count; l++) {
+      const model_layer* layer = &m->layers[l];
+      const size_t n = model_shape_size(layer->out);
+      for (size_t i = 0; i < n; i++) memcpy(&y[i], &poison, 4);
+      FUZZ_ASSERT(cpu_engine_run_layer(layer, 1, &c, 0, x, y, 0, &e) == TTP_OK, "%s", e.message);
+      for (size_t i = 0; i < n; i++)
+        FUZZ_ASSERT(memcmp(&y[i], &poison, 4) != 0, "layer %d (%s) left output %zu unwritten",
+                    l, model_op_name(layer->op), i);
+      float* t = x;
+      x = y, y = t;
+    }
   }
   model_free(m);
   return 0;

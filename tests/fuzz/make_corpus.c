@@ -478,8 +478,27 @@ static void onnx_seeds(void) {
   model_free(m);
 }
 
+/* PyTorch's own exports (tests/onnx/: Pad and Constant nodes, AveragePool, BatchNormalization,
+   Clip, LeakyRelu, Sigmoid, Tanh, MatMul + Add, an RGB input with its scaling metadata). */
+static void torch_seeds(const char* onnx_dir) {
+  static const char* const names[] = {"lenet-bn-avg.onnx", "rgb-stride.onnx", "mlp-sigmoid.onnx"};
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    char from[4096], to[4096];
+    snprintf(from, sizeof from, "%s/%s", onnx_dir, names[k]);
+    snprintf(to, sizeof to, "%s/onnx/torch-%s", out_dir, names[k]);
+    static uint8_t bytes[1 << 20];
+    FILE* f = fopen(from, "rb");
+    CHECK(f, "cannot open %s", from);
+    const size_t size = fread(bytes, 1, sizeof bytes, f);
+    CHECK(size > 0 && size < sizeof bytes && !ferror(f), "%s: %zu bytes", from, size);
+    fclose(f);
+    test_write_file(to, bytes, size);
+    seeds++;
+  }
+}
+
 int main(int argc, char** argv) {
-  CHECK(argc == 2, "usage: %s DIR", argv[0]);
+  CHECK(argc == 3, "usage: %s DIR ONNX_DIR", argv[0]);
   out_dir = argv[1];
   mkdir(out_dir, 0755);
   png_seeds();
@@ -490,6 +509,7 @@ int main(int argc, char** argv) {
   file_list_seeds();
   model_seeds();
   onnx_seeds();
+  torch_seeds(argv[2]);
   args_seeds();
   printf("%u seeds in %s\n", seeds, out_dir);
   return 0;
