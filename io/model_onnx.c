@@ -689,6 +689,7 @@ static ttp_status read_graph(reader* r) {
     if (!flat)
       return ERR(r->e, TTP_ERR_MODEL, "%s: the graph does not end in one row an image", r->path);
     if (!model_add(r->m, MODEL_SOFTMAX, "softmax (added)", r->e)) return r->e->status;
+    r->m->softmax_added = 1;
   }
   TRY(shapes(r));
   for (size_t k = 0; k < g->n_node; k++) {

@@ -66,6 +66,7 @@ typedef struct model {
   int layer_count;
   int layer_capacity;
   int classes;     /* the last layer's output size, set by model_infer_shapes */
+  int softmax_added; /* the reader appended the softmax to a graph that ended in logits */
   char** labels;   /* NULL, or label_count class names owned by the model */
   int label_count; /* model_check requires it to equal classes when labels are given */
 } model;

@@ -205,10 +205,11 @@ static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
   TRY(describe_model(p));
   char fallback[1024];
   TRY(open_engine(p, fallback, sizeof fallback));
-  snprintf(p->description, sizeof p->description, "%s; tta %d cop%s%s%s%s",
+  snprintf(p->description, sizeof p->description, "%s; tta %d cop%s%s%s%s%s",
            p->stream.ops->describe(p->stream.impl), p->spec.copies,
-           p->spec.copies == 1 ? "y" : "ies", fallback[0] ? " (auto: " : "", fallback,
-           fallback[0] ? ")" : "");
+           p->spec.copies == 1 ? "y" : "ies",
+           p->model->softmax_added ? "; a softmax added after the model's logits" : "",
+           fallback[0] ? " (auto: " : "", fallback, fallback[0] ? ")" : "");
   return TTP_OK;
 }
 

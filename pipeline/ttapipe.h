@@ -105,19 +105,21 @@ const char* ttp_status_string(ttp_status s);
 
 /* ---- Test-time augmentation --------------------------------------------------------------- *
  * Each image is classified as N copies, each changed a little, and the N softmax outputs are
- * merged into one result. Copy c of an image (rows x cols, pixel bytes I) is made so:
+ * merged into one result. Copy c of an image (channels x rows x cols, pixel bytes I) is made so:
  *
  *   1. its parameters: dx, dy uniform integers in -shift..shift; contrast uniform in
  *      [contrast_min, contrast_max); brightness uniform in [brightness_min, brightness_max);
- *   2. for each output pixel (y, x): x0 = I[y - dy][x - dx] / 255 (in float; 0 where that lies
- *      outside the image: the image moves right by dx and down by dy, black comes in);
+ *   2. for each channel and output pixel (y, x): x0 = I[y - dy][x - dx] / 255 (in float; 0 where
+ *      that lies outside the image: the image moves right by dx and down by dy, black comes in;
+ *      every channel moves alike);
  *   3. v = contrast * x0; v = v + brightness; v = v + n(y, x), each step rounded to float, with
  *      n uniform in [-noise, noise) or, for TTP_NOISE_GAUSSIAN, normal with standard deviation
- *      noise;
- *   4. v clamped to [0, 1] when clamp is set.
+ *      noise, drawn for each channel's pixel;
+ *   4. v clamped to [0, 1] when clamp is set;
+ *   5. the model's input scaling (ttp_options.normalize): v = (v - mean[c]) / std[c].
  *
- * With keep_original (the default) copy 0 is the image itself: I / 255, unchanged and without
- * noise. Every random number comes from Philox4x32-10 keyed by the seed, with a counter made of
+ * With keep_original (the default) copy 0 is the image itself: I / 255 (then scaled), unchanged
+ * and without noise. Every random number comes from Philox4x32-10 keyed by the seed, with a counter made of
  * a 64-bit hash of the image's pixels, the copy index c and the number's purpose: copy c of an
  * image is the same whatever batch, position, engine, thread count or machine it meets, so a
  * prediction is a function of (model, TTA settings, seed, image) alone. The GPU makes the same
@@ -277,10 +279,18 @@ const char* ttp_last_error(const ttp_pipeline* p);
  *     -> lrn (n=5, alpha=1e-4, beta=0.75, k=1) -> ip2 + bias -> softmax
  * An optional labels.txt gives one class name per line (as many lines as classes). Missing,
  * short or over-long files and NaN or infinite weights are refused.
- * Or an ONNX file: a chain of Conv, MaxPool, Relu, Gemm, Flatten, Reshape, LRN, Softmax
- * (BatchNormalization folded into the Conv or Gemm before it, Dropout and Identity dropped) on a
- * 1x28x28 input for now, every weight an initializer in the file; a
- * graph that ends in logits gets a softmax. Anything else is refused naming the node. */
+ * Or an ONNX file (README.md, "Models", has the table): a chain of Conv, MaxPool, AveragePool,
+ * Relu, LeakyRelu, Sigmoid, Tanh, Clip, Gemm, MatMul (+ Add), Flatten, Reshape, Unsqueeze,
+ * Squeeze, LRN and Softmax (BatchNormalization folded into the Conv, Gemm or MatMul before it, a
+ * zero Pad into the Conv or AveragePool after it, Dropout and Identity dropped), every weight in
+ * the file, on an input of 1 or 3 channels of TTP_MIN_SIDE to TTP_MAX_SIDE rows and columns; a
+ * graph that ends in logits gets a softmax. Anything else is refused naming the node. Its
+ * metadata_props may give "labels" (one a line), and "mean" and "std" (one number, or one a
+ * channel, separated by commas): the input scaling of ttp_options.normalize.
+ *
+ * Pixels: images are planar everywhere (each image's channels one after the other, each plane's
+ * rows top first); a byte p is the value p / 255, which the augmentation changes (every channel
+ * shifted alike, each its own noise, clamped), then scaled. */
 
 /* The input sizes ttapipe classifies: 1 or 3 channels of TTP_MIN_SIDE .. TTP_MAX_SIDE rows and
    columns. */
@@ -331,8 +341,9 @@ typedef struct ttp_result {
                         copies of the image: an uncertainty; 0 with one copy */
 } ttp_result;
 
-/* Classifies count images. images: count x input_rows x input_cols bytes, each image's rows
-   top first, 0 = black, 255 = white (the models expect light strokes on a dark ground).
+/* Classifies count images. images: count x input_channels x input_rows x input_cols bytes, each
+   image's planes one after the other, rows top first, 0 = black, 255 = white (grey models
+   expect light strokes on a dark ground).
    results: count entries, written. probabilities: NULL, or count x classes floats, written with
    each image's merged probability vector. count may be 0. Deterministic: an image's result does
    not depend on count, on its position, or on the other images.

@@ -249,6 +249,8 @@ fi
 # --- ONNX models: PyTorch's exports (models/*/model.onnx, tests/onnx/) ---------------------------
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 run 0 info --model "$repo/models/lenet-mnist/model.onnx"; out_has "softmax (added)"
+run 0 info --model "$repo/models/lenet-mnist/model.onnx" --verbose
+grep -q "a softmax added after the model's logits" "$work/err" || fail "--verbose: $(cat "$work/err")"
 run 0 info --model "$repo/tests/onnx/rgb-stride.onnx"; out_has "3x32x32"; out_has "- 0.4914) / 0.247"
 # An RGB model on its 4-D IDX images (planar), its labels generated; grey images refused.
 rgb=$repo/tests/onnx/rgb-stride

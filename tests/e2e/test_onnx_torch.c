@@ -8,7 +8,8 @@
    - gpu: the same images on the cudnn engine, within 1e-4 in fp32 and 1e-2 in fp16; `auto`
      takes the fused engine for the LeNet and the cudnn engine for the others; and with five
      augmented copies (RGB: three planes moved alike, noise per channel, the model's scaling)
-     the cudnn engine agrees with the CPU engine within 1e-4 in fp32. Exits 77 without a GPU.
+     the cudnn engine agrees with the CPU engine within 1e-4 in fp32, as does the fused engine
+     on the LeNet with a scaling given (MNIST's mean and std). Exits 77 without a GPU.
 
    Outputs are poisoned before every run.
    Usage: test_onnx_torch ONNX_DIR MODELS_DIR MNIST_DIR cpu|gpu */
@@ -56,18 +57,26 @@ static size_t read_expected(const char* path, double want[MAX_IMAGES][CLASSES]) 
   return rows;
 }
 
-static ttp_pipeline* open_model(const char* path, ttp_engine engine, ttp_precision precision,
-                                int copies) {
+/* scaled: MNIST's mean and standard deviation as the input scaling (ttp_options.normalize). */
+static ttp_pipeline* open_scaled(const char* path, ttp_engine engine, ttp_precision precision,
+                                 int copies, int scaled) {
   ttp_tta tta;
   ttp_tta_init(&tta);
   tta.copies = copies;
   ttp_options o;
   ttp_options_init(&o);
   o.model_dir = path, o.engine = engine, o.precision = precision, o.tta = &tta;
+  o.normalize = scaled;
+  for (int c = 0; c < 3; c++) o.mean[c] = 0.1307f, o.std[c] = 0.3081f;
   o.max_batch = 64, o.threads = 2, o.plan = TTP_PLAN_HEURISTIC;
   ttp_pipeline* p = NULL;
   CHECK(ttp_open(&o, &p) == TTP_OK, "%s: %s", path, ttp_last_error(p));
   return p;
+}
+
+static ttp_pipeline* open_model(const char* path, ttp_engine engine, ttp_precision precision,
+                                int copies) {
+  return open_scaled(path, engine, precision, copies, 0);
 }
 
 /* probs (count x CLASSES) of the images on p, poisoned first. */
@@ -148,6 +157,17 @@ static void check_net(const net* n, const char* onnx_dir, const char* models_dir
     classify(p, &im, probs);
     compare("cudnn fp32, 5 copies, against the cpu", probs, ref, im.count, 1e-4);
     ttp_close(p);
+    /* The fused engine scales inside its augmentation: with a scaling given, against the CPU. */
+    if (lenet) {
+      p = open_scaled(model, TTP_ENGINE_CPU, TTP_PRECISION_FP32, 5, 1);
+      classify(p, &im, reference);
+      ttp_close(p);
+      for (size_t i = 0; i < im.count * CLASSES; i++) ref[i] = reference[i];
+      p = open_scaled(model, TTP_ENGINE_FUSED, TTP_PRECISION_FP32, 5, 1);
+      classify(p, &im, probs);
+      compare("fused fp32, 5 copies, scaled, against the cpu", probs, ref, im.count, 1e-4);
+      ttp_close(p);
+    }
   }
   ttp_free(im.pixels);
 }
