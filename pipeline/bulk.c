@@ -269,7 +269,7 @@ static ttp_status check_call(ttp_pipeline* p, size_t count, const void* paths,
   if (stats && stats->struct_size < sizeof(ttp_bulk_stats))
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_bulk_stats.struct_size is %zu, not %zu",
                stats->struct_size, sizeof(ttp_bulk_stats));
-  return TTP_OK;
+  return pipeline_idle(p);
 }
 
 /* Both entry points: a list (walk NULL) or paths to walk. */

@@ -255,6 +255,13 @@ const char* ttp_class_label(const ttp_pipeline* p, int class_index) {
 
 /* ---- classifying ---------------------------------------------------------------------------- */
 
+ttp_status pipeline_idle(ttp_pipeline* p) {
+  if (p->stream.in_flight > 0)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "%d batches submitted with ttp_submit are in "
+               "flight: collect them first", p->stream.in_flight);
+  return TTP_OK;
+}
+
 ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
                         float* probabilities) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
@@ -263,8 +270,51 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
   if (count == 0) return TTP_OK;
   if (!images || !results)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify: images and results are required");
+  TRY(pipeline_idle(p));
   return stream_run(&p->stream, images, count, results, probabilities, &p->err);
 }
+
+/* ---- streaming batches ---------------------------------------------------------------------- */
+
+size_t ttp_batch_capacity(const ttp_pipeline* p) { return p && p->engine ? p->stream.capacity : 0; }
+
+int ttp_batches_max(const ttp_pipeline* p) { return p && p->engine ? p->stream.depth : 0; }
+
+int ttp_batches_in_flight(const ttp_pipeline* p) { return p && p->engine ? p->stream.in_flight : 0; }
+
+ttp_status ttp_submit(ttp_pipeline* p, const uint8_t* images, size_t count) {
+  if (!p) return TTP_ERR_INVALID_ARGUMENT;
+  err_clear(&p->err);
+  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  if (!images || count < 1 || count > p->stream.capacity)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_submit: images and 1..%zu of them are "
+               "required, not %zu", p->stream.capacity, count);
+  uint8_t* slot = stream_acquire(&p->stream);
+  if (!slot)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_submit: all %d batches are in flight: "
+               "collect the oldest first", p->stream.depth);
+  memcpy(slot, images, count * p->stream.pixels);
+  ttp_status s = stream_submit(&p->stream, count, &p->err);
+  if (s != TTP_OK) stream_abandon(&p->stream);
+  return s;
+}
+
+ttp_status ttp_collect(ttp_pipeline* p, ttp_result* results, float* probabilities,
+                       size_t* count) {
+  if (!p) return TTP_ERR_INVALID_ARGUMENT;
+  err_clear(&p->err);
+  if (count) *count = 0;
+  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  if (!results || !count)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_collect: results and count are required");
+  if (p->stream.in_flight < 1)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_collect: no batch in flight");
+  ttp_status s = stream_collect(&p->stream, results, probabilities, count, &p->err);
+  if (s != TTP_OK) stream_abandon(&p->stream);
+  return s;
+}
+
+int ttp_batch_ready(ttp_pipeline* p) { return p && p->engine ? stream_ready(&p->stream) : 0; }
 
 /* ---- measuring ---------------------------------------------------------------------------- */
 

@@ -35,4 +35,8 @@ struct ttp_pipeline {
   char description[2400];
 };
 
+/* TTP_OK when no batch of ttp_submit is in flight; else refused (recorded): the calls that run
+   the stream themselves (ttp_classify, the files path) wait until they are collected. */
+ttp_status pipeline_idle(ttp_pipeline* p);
+
 #endif

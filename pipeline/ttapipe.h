@@ -361,6 +361,54 @@ typedef struct ttp_result {
 ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
                         float* probabilities);
 
+/* ---- Streaming batches ---------------------------------------------------------------------- *
+ * The streaming core ttp_classify runs on, for callers who produce images a batch at a time and
+ * want the GPU busy all along from one thread, without building one huge array: ttp_submit
+ * starts a batch and returns at once; ttp_collect waits for the oldest batch submitted and
+ * writes its results. Batches are collected in the order they were submitted, up to
+ * ttp_batches_max(p) at a time in flight (the pipeline's slots): while one batch computes, the
+ * next is copied in and the one before copied out, as inside one large ttp_classify call, and
+ * the results are the same bits as ttp_classify's for the same images.
+ *
+ *   size_t n;
+ *   while (have_images) {
+ *     if (ttp_batches_in_flight(p) == ttp_batches_max(p))     // every slot busy: collect first
+ *       ttp_collect(p, results + done, NULL, &n), done += n;
+ *     ttp_submit(p, next_images, count);                      // count <= ttp_batch_capacity(p)
+ *   }
+ *   while (ttp_batches_in_flight(p) > 0) ttp_collect(p, results + done, NULL, &n), done += n;
+ *
+ * Ownership: ttp_submit copies the images into the pipeline's own input slot (pinned host
+ * memory on a GPU) before it returns: the caller's buffer may be reused or freed at once. The
+ * results and probabilities are written during ttp_collect only. While batches are in flight,
+ * ttp_classify, ttp_classify_files and ttp_classify_paths refuse (TTP_ERR_INVALID_ARGUMENT):
+ * collect them first. After a failed ttp_submit or ttp_collect every batch in flight is dropped
+ * (ttp_batches_in_flight is 0 again); their results never come. */
+
+/* The most images one batch may hold: max_batch on a GPU, 256 on the CPU; 0 if p is not open. */
+size_t ttp_batch_capacity(const ttp_pipeline* p);
+/* The most batches in flight at a time (the pipeline's slots); 0 if p is not open. */
+int ttp_batches_max(const ttp_pipeline* p);
+/* The batches submitted and not yet collected. */
+int ttp_batches_in_flight(const ttp_pipeline* p);
+
+/* Copies count images (1..ttp_batch_capacity(p); as ttp_classify takes them) into the next free
+   slot and starts their batch; returns without waiting for it. Returns TTP_OK;
+   TTP_ERR_INVALID_ARGUMENT when count is out of range or every slot is in flight (collect
+   first); or an engine failure, as ttp_classify. */
+ttp_status ttp_submit(ttp_pipeline* p, const uint8_t* images, size_t count);
+
+/* Waits for the oldest batch in flight and writes its results: *count (required) receives the
+   number of its images, results (required) that many entries, probabilities (NULL, or room for
+   count x classes floats) their merged probability vectors. Returns TTP_OK;
+   TTP_ERR_INVALID_ARGUMENT when nothing is in flight; or an engine failure (the failed batch
+   named, as ttp_classify names it). */
+ttp_status ttp_collect(ttp_pipeline* p, ttp_result* results, float* probabilities, size_t* count);
+
+/* Whether the oldest batch in flight is done, so that ttp_collect would not wait; 0 when
+   nothing is in flight. Never waits. */
+int ttp_batch_ready(ttp_pipeline* p);
+
 /* ---- Reading inputs (no pipeline needed) -------------------------------------------------- *
  * On failure these write a one-line message naming the file into error (error_size bytes; error
  * may be NULL) and leave nothing allocated. Files are treated as hostile: sizes are checked
