@@ -83,6 +83,22 @@ fi
 [ "$failures" -eq 0 ] &&
   echo "examples: built four ways, the same 16 results$([ -n "$images" ] && echo ", MNIST's first 16 right")"
 
+# --- Python: pip install ./python into a virtual environment, the library found by pkg-config ---
+if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+  cp -r "$src/python" "$work/python" # pip builds in the tree it is given: not in the sources
+  /usr/bin/python3 -m venv --system-site-packages "$work/venv" >"$work/pip.log" 2>&1 &&
+    "$work/venv/bin/pip" install -q --no-deps --no-build-isolation "$work/python" >>"$work/pip.log" 2>&1 ||
+    fail "pip install ./python: $(tail -5 "$work/pip.log")"
+  got=$(cd "$work" && "$work/venv/bin/python" -c "
+import numpy as np, ttapipe
+p = ttapipe.Pipeline('$model', engine='cpu')
+print(ttapipe.version(), p.classify(np.zeros((2, 28, 28), np.uint8)).classes.tolist())" 2>&1)
+  case "$got" in "$version ["*"]") ;; *) fail "the installed package: $got" ;; esac
+  echo "python: pip install ./python, then import ttapipe finds the installed library ($got)"
+else
+  echo "note: Debian's python3 has no numpy: the Python package was not installed"
+fi
+
 # --- C++ ---------------------------------------------------------------------------------------
 cat >"$work/use.cpp" <<'CPP'
 #include <cstdio>
