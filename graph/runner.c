@@ -278,6 +278,59 @@ static void runner_abandon(void* impl, int s) {
   leave_device(r->cfg.device, previous);
 }
 
+/* ---- device inputs --------------------------------------------------------------------------- */
+
+/* Images in device memory through slot 0, max_batch at a time, all on the compute stream after
+   the caller's stream's work: each chunk copied into the slot's device input (the bucket's rows
+   past it read the slot's old, defined bytes), the batch run (the (0, bucket) graph for the
+   runner's own buckets; eagerly for the latency path's, whose graphs read mapped host memory),
+   its records' results and merged vectors copied into the caller's arrays (2-D copies: the
+   records hold both). Then the caller's stream waits for the compute stream, and so do the
+   slots' copy streams (a later host batch must not overwrite slot 0 while a chunk reads it). */
+static ttp_status classify_on_device(gpu_runner* r, const uint8_t* images, size_t count,
+                                     ttp_result* results, float* merged, cudaStream_t caller,
+                                     ttp_err* e) {
+  TRY(refuse_if_lost(r, e));
+  gpu_slot* slot = &r->slots[0];
+  const size_t classes = (size_t)r->m->classes, most = (size_t)r->cfg.max_batch;
+  CUDA_TRY(e, cudaEventRecord(slot->in_ready, caller));
+  CUDA_TRY(e, cudaStreamWaitEvent(r->stream, slot->in_ready, 0));
+  for (size_t first = 0; first < count; first += most) {
+    const size_t n = count - first < most ? count - first : most;
+    const int bucket = bucket_of(r, n);
+    slot->batch = r->batches++;
+    CUDA_TRY(e, cudaMemcpyAsync(slot->dev_in, images + first * r->pixels, n * r->pixels,
+                                cudaMemcpyDeviceToDevice, r->stream));
+    if (direct(r, bucket))
+      TRY(r->net_ops->enqueue(r->net, bucket, slot->dev_in, slot->dev_out, r->stream, e));
+    else
+      TRY(graph_set_launch(&r->graphs, 0, bucket, enqueue_slot, r, r->stream, e));
+    CUDA_TRY(e, cudaMemcpy2DAsync(results + first, sizeof(ttp_result), slot->dev_out, r->record,
+                                  sizeof(ttp_result), n, cudaMemcpyDeviceToDevice, r->stream));
+    if (merged)
+      CUDA_TRY(e, cudaMemcpy2DAsync(merged + first * classes, classes * sizeof(float),
+                                    (const unsigned char*)slot->dev_out + sizeof(ttp_result),
+                                    r->record, classes * sizeof(float), n,
+                                    cudaMemcpyDeviceToDevice, r->stream));
+  }
+  CUDA_TRY(e, cudaEventRecord(slot->computed, r->stream));
+  CUDA_TRY(e, cudaStreamWaitEvent(caller, slot->computed, 0));
+  for (int s = 0; s < r->cfg.slots; s++)
+    CUDA_TRY(e, cudaStreamWaitEvent(r->slots[s].copy, slot->computed, 0));
+  return TTP_OK;
+}
+
+static ttp_status runner_classify_device(void* impl, const uint8_t* images, size_t count,
+                                         ttp_result* results, float* merged, void* stream,
+                                         ttp_err* e) {
+  gpu_runner* r = impl;
+  int previous;
+  TRY(enter_device(r->cfg.device, &previous, e));
+  ttp_status st = classify_on_device(r, images, count, results, merged, (cudaStream_t)stream, e);
+  leave_device(r->cfg.device, previous);
+  return st;
+}
+
 /* ---- device mode --------------------------------------------------------------------------- */
 
 static ttp_status bench_on_device(gpu_runner* r, const uint8_t* images, size_t count, int replays,
@@ -352,6 +405,7 @@ static const stream_impl runner_ops = {
     .collect = runner_collect,
     .ready = runner_ready,
     .abandon = runner_abandon,
+    .classify_device = runner_classify_device,
     .bench_device = runner_bench_device,
     .describe = runner_describe,
     .close = runner_close,

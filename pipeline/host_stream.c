@@ -64,6 +64,7 @@ static const stream_impl host_stream_ops = {
     .collect = host_collect,
     .ready = host_ready,
     .abandon = host_abandon,
+    .classify_device = NULL,
     .bench_device = NULL,
     .describe = host_describe,
     .close = host_close,

@@ -274,6 +274,25 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
   return stream_run(&p->stream, images, count, results, probabilities, &p->err);
 }
 
+/* ---- device inputs -------------------------------------------------------------------------- */
+
+ttp_status ttp_classify_device(ttp_pipeline* p, const uint8_t* images, size_t count,
+                               ttp_result* results, float* probabilities, void* stream) {
+  if (!p) return TTP_ERR_INVALID_ARGUMENT;
+  err_clear(&p->err);
+  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  if (!p->stream.ops->classify_device)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify_device needs a GPU engine, not "
+               "%s", p->engine->name);
+  if (count == 0) return TTP_OK;
+  if (!images || !results)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT,
+               "ttp_classify_device: images and results are required");
+  TRY(pipeline_idle(p));
+  return p->stream.ops->classify_device(p->stream.impl, images, count, results, probabilities,
+                                        stream, &p->err);
+}
+
 /* ---- streaming batches ---------------------------------------------------------------------- */
 
 size_t ttp_batch_capacity(const ttp_pipeline* p) { return p && p->engine ? p->stream.capacity : 0; }

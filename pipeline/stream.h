@@ -45,6 +45,10 @@ typedef struct stream_impl {
   int (*ready)(void* impl, int s);
   /* After a failure: waits for slot s's batch, and forgets it. */
   void (*abandon)(void* impl, int s);
+  /* ttp_classify_device (ttapipe.h): device images to device results, ordered on the caller's
+     CUDA stream; NULL for an engine without a device. */
+  ttp_status (*classify_device)(void* impl, const uint8_t* images, size_t count,
+                                ttp_result* results, float* merged, void* stream, ttp_err* e);
   /* ttp_bench_device; NULL for an engine without a device. */
   ttp_status (*bench_device)(void* impl, const uint8_t* images, size_t count, int replays,
                              double* ms, ttp_err* e);

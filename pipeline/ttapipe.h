@@ -29,7 +29,9 @@
  * and cuBLAS handles and memory, all released by ttp_close. The library never calls
  * cudaDeviceReset, cudaDeviceSynchronize or cudaSetDeviceFlags and never touches the caller's
  * streams or memory: its work runs on its own non-blocking streams, ordered by its own events,
- * and it waits on nothing but those events.
+ * and it waits on nothing but those events. The one exception is ttp_classify_device, which
+ * takes the caller's device memory and stream on purpose: it records one event on that stream
+ * and makes that stream wait for one of its own (see "Device inputs"), nothing more.
  *
  * Memory: the library owns every pointer it returns that is marked "owned by the pipeline"; such
  * pointers stay valid until ttp_close. Buffers the reading functions allocate for the caller are
@@ -408,6 +410,30 @@ ttp_status ttp_collect(ttp_pipeline* p, ttp_result* results, float* probabilitie
 /* Whether the oldest batch in flight is done, so that ttp_collect would not wait; 0 when
    nothing is in flight. Never waits. */
 int ttp_batch_ready(ttp_pipeline* p);
+
+/* ---- Device inputs (GPU engines) ------------------------------------------------------------ *
+ * For images that are already on the GPU (decoded by nvJPEG or DALI, made by a CUDA program):
+ * no trip through the host. */
+
+/* Classifies count images in device memory (as ttp_classify takes them, on the pipeline's
+   device) and writes results (count entries) and probabilities (NULL, or count x classes
+   floats) in device memory, ordered on the caller's CUDA stream `stream` (a cudaStream_t of the
+   pipeline's device; 0 is the legacy default stream):
+     - the work starts after everything enqueued on `stream` before the call (an event recorded
+       on `stream`, waited for by the pipeline's own stream);
+     - everything enqueued on `stream` after the call runs after the results are written (the
+       caller's stream waits for an event of the pipeline's): synchronise `stream`, or enqueue on
+       it, to use them;
+     - nothing else is done to `stream`; the pipeline's device is current during the call, the
+       caller's again when it returns.
+   Returns once the work is enqueued, without waiting for the GPU: the images must stay
+   unchanged and the result arrays allocated until `stream` has passed the call. The results are
+   the same bits as ttp_classify's for the same images. A failure of the GPU while the work runs
+   shows on the caller's stream (and on this pipeline's next call). Returns TTP_OK;
+   TTP_ERR_INVALID_ARGUMENT for the CPU engine, missing arrays or batches of ttp_submit in
+   flight; TTP_ERR_CUDA, TTP_ERR_GPU_LOST as ttp_classify. */
+ttp_status ttp_classify_device(ttp_pipeline* p, const uint8_t* images, size_t count,
+                               ttp_result* results, float* probabilities, void* stream);
 
 /* ---- Reading inputs (no pipeline needed) -------------------------------------------------- *
  * On failure these write a one-line message naming the file into error (error_size bytes; error

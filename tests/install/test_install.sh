@@ -73,6 +73,13 @@ fi
 for dir in cmake-OFF pc-ttapipe-static; do
   "$work/$dir/threads" "$model" 3 >"$work/threads.out" 2>&1 || fail "$dir/threads: $(cat "$work/threads.out")"
 done
+# Images on the GPU (built where ttapipe has its GPU engines; without a GPU it says so).
+for dir in cmake-OFF cmake-ON pc-ttapipe pc-ttapipe-static; do
+  [ -x "$work/$dir/device_inputs" ] || continue
+  "$work/$dir/device_inputs" "$model" >"$work/device.out" 2>&1 || fail "$dir/device_inputs: $(cat "$work/device.out")"
+  grep -qE "^(1000 images classified from device memory|no GPU)" "$work/device.out" ||
+    fail "$dir/device_inputs: $(cat "$work/device.out")"
+done
 if [ -d "$shared/mnistcudnn" ]; then
   "$work/cmake-ON/classify_files" "$model" "$shared/mnistcudnn/one_28x28.pgm" \
     "$shared/mnistcudnn/three_28x28.pgm" "$shared/mnistcudnn/five_28x28.pgm" "$work/none.png" \
