@@ -111,9 +111,10 @@ static const char* status_of(const char* path, const char* error) {
 
 /* ---- writer ---------------------------------------------------------------------------------- */
 
-ttp_status ttp_writer_open(const ttp_pipeline* p, FILE* out, ttp_format format, int topk,
-                           int probabilities, ttp_writer** writer, char* error,
-                           size_t error_size) {
+/* ttp_writer_open and ttp_writer_open_append: the CSV header written or not. */
+static ttp_status writer_open(const ttp_pipeline* p, FILE* out, ttp_format format, int topk,
+                              int probabilities, int header, ttp_writer** writer, char* error,
+                              size_t error_size) {
   ttp_err e = {0};
   const ttp_model_info* m = p ? ttp_model(p) : NULL;
   if (writer) *writer = NULL;
@@ -132,7 +133,7 @@ ttp_status ttp_writer_open(const ttp_pipeline* p, FILE* out, ttp_format format, 
   }
   if (w) {
     *w = (ttp_writer){p, out, format, topk, probabilities != 0, m->classes, w->order};
-    if (format == TTP_FORMAT_CSV) {
+    if (format == TTP_FORMAT_CSV && header) {
       fputs("path,status,class,label,probability", out);
       for (int k = 2; k <= topk; k++) fprintf(out, ",class_%d,label_%d,probability_%d", k, k, k);
       if (probabilities) {
@@ -150,6 +151,18 @@ ttp_status ttp_writer_open(const ttp_pipeline* p, FILE* out, ttp_format format, 
   }
   err_copy_out(&e, error, error_size);
   return e.status;
+}
+
+ttp_status ttp_writer_open(const ttp_pipeline* p, FILE* out, ttp_format format, int topk,
+                           int probabilities, ttp_writer** writer, char* error,
+                           size_t error_size) {
+  return writer_open(p, out, format, topk, probabilities, 1, writer, error, error_size);
+}
+
+ttp_status ttp_writer_open_append(const ttp_pipeline* p, FILE* out, ttp_format format, int topk,
+                                  int probabilities, ttp_writer** writer, char* error,
+                                  size_t error_size) {
+  return writer_open(p, out, format, topk, probabilities, 0, writer, error, error_size);
 }
 
 /* w->order: the classes by falling probability, the lower index first on a tie; the result's

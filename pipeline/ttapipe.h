@@ -626,6 +626,11 @@ typedef struct ttp_writer ttp_writer;
 ttp_status ttp_writer_open(const ttp_pipeline* p, FILE* out, ttp_format format, int topk,
                            int probabilities, ttp_writer** writer, char* error,
                            size_t error_size);
+/* As ttp_writer_open, for rows appended to an output that has its header already (a resumed
+   run, ttapipe classify --resume): writes no header. */
+ttp_status ttp_writer_open_append(const ttp_pipeline* p, FILE* out, ttp_format format, int topk,
+                                  int probabilities, ttp_writer** writer, char* error,
+                                  size_t error_size);
 /* One row: result and probabilities (both required) as ttp_file_callback gives them, or error
    (then both may be NULL). Returns TTP_ERR_IO when the stream fails (disk full, closed pipe). */
 ttp_status ttp_writer_write(ttp_writer* w, const char* path, const ttp_result* result,

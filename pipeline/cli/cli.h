@@ -66,6 +66,6 @@ int cli_fail(const char* fmt, ...)
 /* Seconds on a monotonic clock. */
 double cli_now(void);
 
-extern const cli_command cli_eval, cli_classify, cli_info, cli_bench;
+extern const cli_command cli_eval, cli_classify, cli_info, cli_bench, cli_merge;
 
 #endif

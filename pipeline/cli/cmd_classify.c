@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rows.h"
 
 static const cli_option classify_options[] = {
     CLI_PIPELINE_OPTIONS,
@@ -25,6 +26,10 @@ static const cli_option classify_options[] = {
                        "centre its mass, as MNIST was made (default none)"},
     {"max-size", "WxH", "refuse images larger than this, up to 8192x8192 (the default)"},
     {"quiet", NULL, "no progress line and no summary on stderr"},
+    {"shard", "I/N", "classify files I, I+N, I+2N, ... of the list alone (0 <= I < N; default: "
+                     "Slurm's job array task, when set); ttapipe merge joins the N outputs"},
+    {"no-slurm-shard", NULL, "classify every file also inside a Slurm job array"},
+    {"resume", NULL, "with -o FILE: keep FILE's whole rows, skip their files, append the rest"},
     {NULL, NULL, NULL},
 };
 
@@ -58,9 +63,10 @@ static void on_file(void* user, size_t index, const char* path, const ttp_result
   }
 }
 
-/* The paths to classify: with --files-from, the arguments (directories walked) then the list,
-   into *list; without, the walk is left to ttp_classify_paths. */
-static int gather(const cli_args* a, ttp_list_options* lo, ttp_file_list* list) {
+/* The paths to classify: with --files-from, --shard or --resume (whole: listed first), the
+   arguments (directories walked) then the list, into *list; else the walk is left to
+   ttp_classify_paths. */
+static int gather(const cli_args* a, int whole, ttp_list_options* lo, ttp_file_list* list) {
   ttp_list_options_init(lo);
   lo->hidden = cli_flag(a, "hidden");
   if (cli_get(a, "ext")) lo->extensions = cli_get(a, "ext");
@@ -68,9 +74,11 @@ static int gather(const cli_args* a, ttp_list_options* lo, ttp_file_list* list) 
   if (a->positional_count == 0 && !from)
     return cli_usage_error(a->command, "no image files or directories given");
   char error[TTP_ERROR_SIZE];
-  if (from && (ttp_list_files((const char* const*)a->positional, (size_t)a->positional_count, lo,
-                              list, error, sizeof error) != TTP_OK ||
-               ttp_read_file_list(from, cli_flag(a, "null"), list, error, sizeof error) != TTP_OK))
+  if ((from || whole) &&
+      ttp_list_files((const char* const*)a->positional, (size_t)a->positional_count, lo, list,
+                     error, sizeof error) != TTP_OK)
+    return cli_fail("%s", error);
+  if (from && ttp_read_file_list(from, cli_flag(a, "null"), list, error, sizeof error) != TTP_OK)
     return cli_fail("%s", error);
   return CLI_EXIT_OK;
 }
@@ -95,6 +103,100 @@ static int image_options(const cli_args* a, ttp_image_options* o) {
       return cli_usage_error(a->command, "--max-size must be WxH, each 1..8192, not '%s'", size);
   }
   return CLI_EXIT_OK;
+}
+
+/* --shard I/N, or Slurm's job array task (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of
+   SLURM_ARRAY_TASK_COUNT) unless --no-slurm-shard, announced on stderr; *of = 0: no shard. */
+static int shard_of(const cli_args* a, long* index, long* of) {
+  *index = 0, *of = 0;
+  const char* text = cli_get(a, "shard");
+  if (text) {
+    char tail;
+    if (sscanf(text, "%ld/%ld%c", index, of, &tail) != 2 || *of < 1 || *of > 1000000 ||
+        *index < 0 || *index >= *of)
+      return cli_usage_error(a->command, "--shard must be I/N with 0 <= I < N <= 1000000, not "
+                             "'%s'", text);
+    return CLI_EXIT_OK;
+  }
+  const char *id = getenv("SLURM_ARRAY_TASK_ID"), *count = getenv("SLURM_ARRAY_TASK_COUNT");
+  const char* min = getenv("SLURM_ARRAY_TASK_MIN");
+  if (!id || !count || cli_flag(a, "no-slurm-shard")) return CLI_EXIT_OK;
+  long i = strtol(id, NULL, 10) - (min ? strtol(min, NULL, 10) : 0), n = strtol(count, NULL, 10);
+  if (n < 1 || i < 0 || i >= n)
+    return cli_fail("Slurm's job array (SLURM_ARRAY_TASK_ID=%s, SLURM_ARRAY_TASK_COUNT=%s, "
+                    "SLURM_ARRAY_TASK_MIN=%s) is not a shard: give --shard or --no-slurm-shard",
+                    id, count, min ? min : "unset");
+  *index = i, *of = n;
+  fprintf(stderr, "ttapipe: shard %ld/%ld from Slurm's job array (SLURM_ARRAY_TASK_ID=%s); "
+                  "--no-slurm-shard classifies every file\n", i, n, id);
+  return CLI_EXIT_OK;
+}
+
+/* Row text this run's writer gives (a header when path is NULL, else the error row of path),
+   into a malloc'd string. */
+static char* writer_text(ttp_pipeline* p, ttp_format format, int topk, int probs,
+                         const char* path) {
+  char* text = NULL;
+  size_t n = 0;
+  FILE* f = open_memstream(&text, &n);
+  ttp_writer* w = NULL;
+  if (f && ttp_writer_open(p, f, format, topk, probs, &w, NULL, 0) == TTP_OK) {
+    if (path) { /* the header out of the way: only the row */
+      fflush(f);
+      rewind(f);
+      ttp_writer_write(w, path, NULL, NULL, "x");
+      fputc('\0', f);
+    }
+    ttp_writer_close(w);
+  }
+  if (f) fclose(f);
+  return text;
+}
+
+/* --resume: FILE's whole rows stay (a torn last row, from a run that was killed, is cut off),
+   FILE is cut to them, and *done receives their number, after checking that they are the rows of
+   the first files of `paths` (the same list, the same options). A FILE that does not exist or
+   is empty: nothing done. */
+static int resume_from(const char* output, ttp_pipeline* p, ttp_format format, int topk,
+                       int probs, const char* const* paths, size_t count, size_t* done,
+                       int* header_written) {
+  *done = 0, *header_written = 0;
+  char* text;
+  size_t n;
+  if (cli_read_whole(output, &text, &n) != 0)
+    return errno == ENOENT ? CLI_EXIT_OK : cli_fail("%s: cannot read: %s", output, strerror(errno));
+  const int csv = format == TTP_FORMAT_CSV;
+  int rc = CLI_EXIT_OK;
+  size_t at = 0;
+  if (csv && n > 0) { /* the header this run writes */
+    char* header = writer_text(p, format, topk, probs, NULL);
+    const size_t len = header ? strlen(header) : 0;
+    if (!header || n < len || memcmp(text, header, len) != 0)
+      rc = cli_fail("%s: its header is not this run's (other --topk, --probs or model?)", output);
+    at = len;
+    *header_written = 1;
+    free(header);
+  }
+  /* The part of an error row after its path, the same for every path. */
+  char* empty = rc == CLI_EXIT_OK ? writer_text(p, format, topk, probs, "") : NULL;
+  const size_t suffix = empty ? strlen(empty) - (csv ? 0 : strlen("{\"path\":\"\"")) : 0;
+  while (rc == CLI_EXIT_OK && at < n) {
+    const size_t end = cli_row_end(text, n, at, csv);
+    if (!end) break; /* torn: cut off */
+    char* row = *done < count ? writer_text(p, format, topk, probs, paths[*done]) : NULL;
+    const size_t prefix = row ? strlen(row) - suffix : 0;
+    if (!row || end - at < prefix || memcmp(text + at, row, prefix) != 0)
+      rc = cli_fail("%s: row %zu is not that of file %zu of this list (%s): resume with the same "
+                    "paths and options", output, *done + 1, *done + 1,
+                    *done < count ? paths[*done] : "the list is shorter");
+    free(row);
+    if (rc == CLI_EXIT_OK) ++*done, at = end;
+  }
+  free(empty);
+  free(text);
+  if (rc == CLI_EXIT_OK && truncate(output, (off_t)at) != 0)
+    rc = cli_fail("%s: cannot cut off its torn row: %s", output, strerror(errno));
+  return rc;
 }
 
 /* The files path shares the slots between the decode workers and the batches in flight: with 3,
@@ -158,16 +260,31 @@ static int run_classify(const cli_args* a) {
   int format = 0, rc;
   long topk = 1, threads = 0;
   ttp_image_options io;
+  long shard, shards;
   if ((rc = cli_get_choice(a, "format", formats, &format)) ||
       (rc = cli_get_long(a, "topk", 1, 1000000, &topk)) ||
-      (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = image_options(a, &io)))
+      (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = image_options(a, &io)) ||
+      (rc = shard_of(a, &shard, &shards)))
     return rc;
+  const int resume = cli_flag(a, "resume");
+  if (resume && !cli_get(a, "output"))
+    return cli_usage_error(a->command, "--resume needs -o FILE: the output it resumes");
+  const int listed = cli_get(a, "files-from") || shards || resume;
   ttp_file_list list = {0};
   ttp_list_options lo;
-  if ((rc = gather(a, &lo, &list))) {
+  if ((rc = gather(a, listed, &lo, &list))) {
     ttp_file_list_free(&list);
     return rc;
   }
+  /* This process's files: shard I of N takes files I, I + N, ... (the pointers, not copies). */
+  size_t count = 0;
+  const char** paths = listed ? malloc((list.count ? list.count : 1) * sizeof *paths) : NULL;
+  if (listed && !paths) {
+    ttp_file_list_free(&list);
+    return cli_fail("out of memory");
+  }
+  for (size_t i = 0; listed && i < list.count; i++)
+    if (!shards || (long)(i % (size_t)shards) == shard) paths[count++] = list.paths[i];
   ttp_pipeline* p = NULL;
   ttp_tta tta;
   FILE* out = stdout;
@@ -178,22 +295,31 @@ static int run_classify(const cli_args* a) {
   if (rc == CLI_EXIT_OK && topk > ttp_model(p)->classes)
     rc = cli_usage_error(a->command, "--topk must be at most %d, the model's classes",
                          ttp_model(p)->classes);
-  if (rc == CLI_EXIT_OK && output && !(out = fopen(output, "w")))
+  const ttp_format fmt = format ? TTP_FORMAT_JSONL : TTP_FORMAT_CSV;
+  size_t done = 0; /* --resume: the files whose rows the output holds already */
+  int header_written = 0;
+  if (rc == CLI_EXIT_OK && resume)
+    rc = resume_from(output, p, fmt, (int)topk, cli_flag(a, "probs"), paths, count, &done,
+                     &header_written);
+  if (rc == CLI_EXIT_OK && output && !(out = fopen(output, resume ? "a" : "w")))
     rc = cli_fail("%s: cannot create: %s", output, strerror(errno));
   if (rc == CLI_EXIT_OK &&
-      ttp_writer_open(p, out, format ? TTP_FORMAT_JSONL : TTP_FORMAT_CSV, (int)topk,
-                      cli_flag(a, "probs"), &writer, error, sizeof error) != TTP_OK)
+      (header_written ? ttp_writer_open_append : ttp_writer_open)(
+          p, out, fmt, (int)topk, cli_flag(a, "probs"), &writer, error, sizeof error) != TTP_OK)
     rc = cli_fail("%s", error);
+  if (rc == CLI_EXIT_OK && resume && !cli_flag(a, "quiet"))
+    fprintf(stderr, "ttapipe: %s holds the rows of %zu of %zu files: classifying the other %zu\n",
+            output, done, count, count - done);
   ttp_bulk_stats stats = {.struct_size = sizeof stats};
   int quiet = cli_flag(a, "quiet");
   if (rc == CLI_EXIT_OK) {
-    progress pr = {writer, list.count, 0, 0, isatty(2) && !quiet, 0, cli_now(), 0};
+    progress pr = {writer, count - done, 0, 0, isatty(2) && !quiet, 0, cli_now(), 0};
     caught_signal = 0;
     catch_stop_signals(p);
     /* Directories alone: walked while their first files are classified. */
-    ttp_status s = cli_get(a, "files-from")
-        ? ttp_classify_files(p, (const char* const*)list.paths, list.count, &io, (int)threads,
-                             on_file, &pr, &stats)
+    ttp_status s = listed
+        ? ttp_classify_files(p, paths + done, count - done, &io, (int)threads, on_file, &pr,
+                             &stats)
         : ttp_classify_paths(p, (const char* const*)a->positional, (size_t)a->positional_count,
                              &lo, &io, (int)threads, on_file, &pr, &stats);
     catch_stop_signals(NULL);
@@ -221,6 +347,7 @@ static int run_classify(const cli_args* a) {
   if ((rc == CLI_EXIT_OK || stopped) && !quiet) summary(&stats);
   if (rc == CLI_EXIT_OK && stats.failed) rc = CLI_EXIT_SOME_FAILED;
   ttp_close(p);
+  free(paths);
   ttp_file_list_free(&list);
   return rc;
 }

@@ -3,12 +3,13 @@
 
 #include "cli.h"
 
-static const cli_command* const commands[] = {&cli_classify, &cli_eval, &cli_info, &cli_bench};
+static const cli_command* const commands[] = {&cli_classify, &cli_eval, &cli_info, &cli_bench,
+                                              &cli_merge};
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
 
 static void print_usage(FILE* f) {
   fprintf(f, "Usage: ttapipe COMMAND [options]\n\n"
-             "Classify small grayscale images with a LeNet-class CNN.\n\nCommands:\n");
+             "Classify small images with a LeNet-class CNN.\n\nCommands:\n");
   for (int i = 0; i < COMMAND_COUNT; i++)
     fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
   fprintf(f, "\n'ttapipe COMMAND --help' describes a command's options; "
