@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "job.h"
 #include "rows.h"
 
 static const cli_option classify_options[] = {
@@ -255,18 +256,64 @@ static const char* signal_name(int sig) {
   return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
 }
 
-static int run_classify(const cli_args* a) {
+/* The rows every rank wrote into memory, dealt back by rank 0 into the output (job.h), and the
+   summary summed over the ranks. A collective: every rank comes here, failed or not. */
+static int finish_job(const cli_args* a, const cli_job* job, int rc, char* mem, size_t mem_n,
+                      ttp_bulk_stats* stats) {
+  const char* output = cli_get(a, "output");
+  const int all_ok = cli_job_all_ok(job, rc == CLI_EXIT_OK);
+  if (!all_ok && rc == CLI_EXIT_OK && job->rank == 0)
+    rc = cli_fail("another rank failed (its message above): no output written");
+  else if (!all_ok)
+    rc = rc == CLI_EXIT_OK ? CLI_EXIT_FATAL : rc;
+  FILE* out = stdout;
+  if (all_ok && job->rank == 0 && output && !(out = fopen(output, "w")))
+    rc = cli_fail("%s: cannot create: %s", output, strerror(errno)), out = NULL;
+  if (all_ok && cli_job_all_ok(job, out != NULL || job->rank != 0)) {
+    const int dealt = cli_job_gather_rows(job, mem, mem_n, out, output ? output : "standard output");
+    if (job->rank == 0 && dealt != CLI_EXIT_OK) rc = dealt;
+  }
+  if (out && out != stdout && fclose(out) != 0 && rc == CLI_EXIT_OK)
+    rc = cli_fail("%s: writing the results failed: %s", output, strerror(errno));
+  double sums[9] = {(double)stats->files, (double)stats->classified, (double)stats->failed,
+                    stats->read_seconds, stats->decode_seconds, stats->preprocess_seconds,
+                    stats->classify_seconds, stats->waiting_seconds, stats->callback_seconds};
+  double* walls = calloc((size_t)job->size, sizeof *walls);
+  cli_job_sum(job, sums, 9);
+  if (walls) cli_job_gather_double(job, stats->wall_seconds, walls);
+  const int none_failed = cli_job_all_ok(job, stats->failed == 0);
+  if (job->rank == 0 && rc == CLI_EXIT_OK && !cli_flag(a, "quiet")) {
+    ttp_bulk_stats total = *stats;
+    total.files = (size_t)sums[0], total.classified = (size_t)sums[1], total.failed = (size_t)sums[2];
+    total.read_seconds = sums[3], total.decode_seconds = sums[4], total.preprocess_seconds = sums[5];
+    total.classify_seconds = sums[6], total.waiting_seconds = sums[7], total.callback_seconds = sums[8];
+    for (int r = 0; walls && r < job->size; r++)
+      if (walls[r] > total.wall_seconds) total.wall_seconds = walls[r];
+    summary(&total);
+    fprintf(stderr, "ttapipe: %d ranks (MPI); each rank's time:", job->size);
+    for (int r = 0; walls && r < job->size; r++) fprintf(stderr, " %.2f s", walls[r]);
+    fprintf(stderr, " (summed times above over the ranks)\n");
+  }
+  free(walls);
+  if (rc == CLI_EXIT_OK && !none_failed) rc = CLI_EXIT_SOME_FAILED;
+  return rc;
+}
+
+static int classify_job(const cli_args* a, const cli_job* job) {
   static const char* const formats[] = {"csv", "jsonl", NULL};
   int format = 0, rc;
   long topk = 1, threads = 0;
   ttp_image_options io;
-  long shard, shards;
+  long shard = job->rank, shards = job->size > 1 ? job->size : 0;
+  const int resume = cli_flag(a, "resume");
+  if (job->size > 1 && (cli_get(a, "shard") || resume))
+    return cli_usage_error(a->command, "under mpirun or srun the ranks are the shards: no --shard "
+                           "or --resume");
   if ((rc = cli_get_choice(a, "format", formats, &format)) ||
       (rc = cli_get_long(a, "topk", 1, 1000000, &topk)) ||
       (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = image_options(a, &io)) ||
-      (rc = shard_of(a, &shard, &shards)))
+      (job->size == 1 && (rc = shard_of(a, &shard, &shards))))
     return rc;
-  const int resume = cli_flag(a, "resume");
   if (resume && !cli_get(a, "output"))
     return cli_usage_error(a->command, "--resume needs -o FILE: the output it resumes");
   const int listed = cli_get(a, "files-from") || shards || resume;
@@ -301,7 +348,11 @@ static int run_classify(const cli_args* a) {
   if (rc == CLI_EXIT_OK && resume)
     rc = resume_from(output, p, fmt, (int)topk, cli_flag(a, "probs"), paths, count, &done,
                      &header_written);
-  if (rc == CLI_EXIT_OK && output && !(out = fopen(output, resume ? "a" : "w")))
+  char* mem = NULL; /* a rank's rows, in memory until rank 0 deals them out (job.h) */
+  size_t mem_n = 0;
+  if (rc == CLI_EXIT_OK && job->size > 1 && !(out = open_memstream(&mem, &mem_n)))
+    rc = cli_fail("out of memory");
+  else if (rc == CLI_EXIT_OK && job->size == 1 && output && !(out = fopen(output, resume ? "a" : "w")))
     rc = cli_fail("%s: cannot create: %s", output, strerror(errno));
   if (rc == CLI_EXIT_OK &&
       (header_written ? ttp_writer_open_append : ttp_writer_open)(
@@ -313,7 +364,8 @@ static int run_classify(const cli_args* a) {
   ttp_bulk_stats stats = {.struct_size = sizeof stats};
   int quiet = cli_flag(a, "quiet");
   if (rc == CLI_EXIT_OK) {
-    progress pr = {writer, count - done, 0, 0, isatty(2) && !quiet, 0, cli_now(), 0};
+    progress pr = {writer, count - done, 0, 0, isatty(2) && !quiet && job->rank == 0, 0,
+                   cli_now(), 0};
     caught_signal = 0;
     catch_stop_signals(p);
     /* Directories alone: walked while their first files are classified. */
@@ -344,11 +396,24 @@ static int run_classify(const cli_args* a) {
   if (out != stdout && out && fclose(out) != 0 && rc == CLI_EXIT_OK)
     rc = cli_fail("%s: writing the results failed: %s", output, strerror(errno));
   const int stopped = caught_signal && rc == 128 + caught_signal; /* the files done: a summary too */
-  if ((rc == CLI_EXIT_OK || stopped) && !quiet) summary(&stats);
-  if (rc == CLI_EXIT_OK && stats.failed) rc = CLI_EXIT_SOME_FAILED;
+  if (job->size > 1) {
+    rc = finish_job(a, job, rc, mem, mem_n, &stats);
+  } else {
+    if ((rc == CLI_EXIT_OK || stopped) && !quiet) summary(&stats);
+    if (rc == CLI_EXIT_OK && stats.failed) rc = CLI_EXIT_SOME_FAILED;
+  }
+  free(mem);
   ttp_close(p);
   free(paths);
   ttp_file_list_free(&list);
+  return rc;
+}
+
+static int run_classify(const cli_args* a) {
+  cli_job job;
+  cli_job_start(&job);
+  const int rc = classify_job(a, &job);
+  cli_job_end(&job);
   return rc;
 }
 

@@ -6,6 +6,8 @@
 #     --no-slurm-shard classifies everything;
 #   - a run killed (SIGKILL, no chance to finish its rows) at a random moment, then --resume,
 #     equals the whole run byte for byte; resuming a finished output changes nothing;
+#   - under mpirun (where the build has MPI), 2 and 3 ranks give the whole run's output byte for
+#     byte, one summary with each rank's time;
 #   - merge refuses shards out of order (row counts that cannot be shards of one list), resume
 #     refuses another list.
 # small (the sanitized build): 61 and 241 files, the same checks.
@@ -49,6 +51,25 @@ SLURM_ARRAY_TASK_ID=11 SLURM_ARRAY_TASK_MIN=10 SLURM_ARRAY_TASK_COUNT=3 \
 same "$work/all.csv" "$work/whole.csv" "--no-slurm-shard"
 [ -s "$work/err" ] && fail "--no-slurm-shard said: $(cat "$work/err")"
 echo "shards: 3 shards merged equal the whole run (CSV, JSON Lines); Slurm's task taken and said"
+
+# --- MPI: two ranks (oversubscribed on a small machine), rank 0 writing the one output ----------
+if command -v mpirun >/dev/null 2>&1 && ldd "$ttapipe" 2>/dev/null | grep -q libmpi; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  mpi() { timeout 100 mpirun -n "$1" "$ttapipe" classify --model "$model" --engine cpu --threads 1 \
+            --quiet "${@:2}"; }
+  mpi 2 --tta 3 -o "$work/mpi.csv" "$work/set" || fail "mpirun -n 2"
+  same "$work/mpi.csv" "$work/whole.csv" "mpirun -n 2, CSV"
+  mpi 3 --tta 3 --format jsonl --topk 3 --probs "$work/set" >"$work/mpi.jsonl" || fail "mpirun -n 3 jsonl"
+  same "$work/mpi.jsonl" "$work/whole.jsonl" "mpirun -n 3, JSON Lines on standard output"
+  timeout 100 mpirun -n 2 "$ttapipe" classify --model "$model" --engine cpu --threads 1 --tta 3 \
+    -o "$work/mpi2.csv" "$work/set" 2>"$work/err" || fail "mpirun, the summary run"
+  grep -q "2 ranks (MPI)" "$work/err" || fail "no per-rank summary: $(cat "$work/err")"
+  [ "$(grep -c "files classified" "$work/err")" -eq 1 ] || fail "more than one summary"
+  mpi 2 --shard 0/2 -o "$work/x.csv" "$work/set" 2>/dev/null; [ $? -eq 2 ] || fail "mpirun with --shard"
+  echo "mpi: 2 and 3 ranks write the one process's output, byte for byte"
+else
+  echo "note: no mpirun, or this ttapipe was built without MPI: the MPI checks were not run"
+fi
 
 # --- killed, then resumed ------------------------------------------------------------------------
 # 1,201 files (241 small). A run killed (SIGKILL) at a random moment leaves whatever its stdio buffer had
