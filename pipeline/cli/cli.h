@@ -23,7 +23,8 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"no-graph", NULL, "launch each GPU batch eagerly instead of replaying a CUDA Graph"},  \
       {"wait", "MODE", "auto|spin|yield|block: how calls wait for the GPU (default auto)"},  \
       {"plan", "MODE", "measure|heuristic: how the cudnn engine picks convolution algorithms " \
-                       "(default measure: cuDNN's timed search; heuristic runs nothing)"},     \
+                       "(default measure: cuDNN's timed search; heuristic runs nothing, the "  \
+                       "default of classify under mpirun)"},                                    \
       {"device", "D", "CUDA device index (default 0)"},                                       \
       {"verbose", NULL, "describe on stderr how the engine runs (algorithms, graphs)"},      \
       {"threads", "N", "threads of the CPU engine (default: one per core)"},                  \
@@ -48,10 +49,12 @@ extern const ttp_engine cli_engine_ids[];
 int cli_engine_id(const char* name, ttp_engine* id);
 
 /* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with default_slots (0: the library's
-   default) unless --slots is given; *tta receives the augmentation asked for. Returns
+   default) unless --slots is given and default_plan unless --plan is; *tta receives the
+   augmentation asked for. Returns
    CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE, also for
    settings the library finds out of range, or CLI_EXIT_FATAL). */
-int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, ttp_tta* tta);
+int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
+                      ttp_pipeline** p, ttp_tta* tta);
 
 /* One line describing the augmentation: "5 copies (copy 0 as it is), shift 2 px, ...". */
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size);

@@ -338,7 +338,10 @@ static int classify_job(const cli_args* a, const cli_job* job) {
   ttp_writer* writer = NULL;
   char error[TTP_ERROR_SIZE];
   const char* output = cli_get(a, "output");
-  rc = cli_open_pipeline(a, CLASSIFY_SLOTS, &p, &tta);
+  /* The ranks of an MPI job choose the cudnn engine's algorithms by a fixed rule (cuDNN's
+     heuristic, nothing timed), so that every rank computes the same bits; --plan overrides. */
+  rc = cli_open_pipeline(a, CLASSIFY_SLOTS, job->size > 1 ? TTP_PLAN_HEURISTIC : TTP_PLAN_MEASURE,
+                         &p, &tta);
   if (rc == CLI_EXIT_OK && topk > ttp_model(p)->classes)
     rc = cli_usage_error(a->command, "--topk must be at most %d, the model's classes",
                          ttp_model(p)->classes);

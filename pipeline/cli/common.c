@@ -56,11 +56,12 @@ int cli_engine_id(const char* name, ttp_engine* id) {
 const char* const cli_wait_names[] = {"auto", "spin", "yield", "block", NULL};
 const char* const cli_plan_names[] = {"measure", "heuristic", NULL};
 
-int cli_open_pipeline(const cli_args* a, int default_slots, ttp_pipeline** p, ttp_tta* tta) {
+int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
+                      ttp_pipeline** p, ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
   static const char* const precisions[] = {"fp32", "fp16", NULL};
-  int engine = 0, precision = 0, wait = 0, plan = 0;
+  int engine = 0, precision = 0, wait = 0, plan = (int)default_plan;
   long threads = 0, batch = o.max_batch, slots = default_slots ? default_slots : o.slots;
   long device = 0;
   int rc;
