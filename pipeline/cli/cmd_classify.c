@@ -169,13 +169,14 @@ static int resume_from(const char* output, ttp_pipeline* p, ttp_format format, i
   const int csv = format == TTP_FORMAT_CSV;
   int rc = CLI_EXIT_OK;
   size_t at = 0;
-  if (csv && n > 0) { /* the header this run writes */
+  if (csv && n > 0) { /* the header this run writes (a torn one, from a kill: written again) */
     char* header = writer_text(p, format, topk, probs, NULL);
     const size_t len = header ? strlen(header) : 0;
-    if (!header || n < len || memcmp(text, header, len) != 0)
+    const int torn = header && n < len && memcmp(text, header, n) == 0;
+    if (!torn && (!header || n < len || memcmp(text, header, len) != 0))
       rc = cli_fail("%s: its header is not this run's (other --topk, --probs or model?)", output);
-    at = len;
-    *header_written = 1;
+    at = torn ? 0 : len;
+    *header_written = !torn;
     free(header);
   }
   /* The part of an error row after its path, the same for every path. */

@@ -94,7 +94,8 @@ wait $pid 2>/dev/null
 echo "killed after $delay_ms ms of a $whole_ms ms run: $(stat -c %s "$work/killed.csv" 2>/dev/null || echo 0) of $full bytes written"
 slow --resume -o "$work/killed.csv" 2>"$work/err" || fail "resume: $(cat "$work/err")"
 same "$work/killed.csv" "$work/slow.csv" "killed then resumed"
-for cut in $((RANDOM * 32768 % full)) $((RANDOM % full)) $(head -n 100 "$work/slow.csv" | wc -c); do  # random, random, a row boundary
+# Random bytes, a row boundary, and inside the header.
+for cut in $((RANDOM * 32768 % full)) $((RANDOM % full)) $(head -n 100 "$work/slow.csv" | wc -c) 9; do
   head -c "$cut" "$work/slow.csv" >"$work/cut.csv"
   slow --resume -o "$work/cut.csv" 2>"$work/err" || fail "resume after $cut bytes: $(cat "$work/err")"
   same "$work/cut.csv" "$work/slow.csv" "cut after $cut of $full bytes, then resumed"
