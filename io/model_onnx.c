@@ -28,9 +28,20 @@ typedef struct planned {
   float epsilon;
 } planned;
 
+/* A name the graph gives a value: initializer i, or the output of node k; `order` (initializers
+   first, then the nodes) says which comes first where several give the same name. */
+typedef struct named {
+  const char* name;
+  size_t order;
+  const Onnx__TensorProto* t; /* the initializer, or NULL */
+  const Onnx__NodeProto* n;   /* the node, or NULL */
+} named;
+
 typedef struct reader {
   const char* path;
   const Onnx__GraphProto* g;
+  named* names; /* every initializer and node output 0, sorted by name then order */
+  size_t n_names;
   int64_t opset;
   model* m;
   planned* plan;
@@ -44,23 +55,48 @@ typedef struct reader {
    for a Pad's pads, a Clip's bounds, an Unsqueeze's axes), or an Identity of a constant (PyTorch
    writes those where two initializers hold the same values), followed at most `depth` Identity
    nodes deep. */
-static const Onnx__TensorProto* constant(const reader* r, const char* name, int depth) {
-  if (!name) return NULL;
-  for (size_t i = 0; i < r->g->n_initializer; i++)
-    if (r->g->initializer[i]->name && strcmp(r->g->initializer[i]->name, name) == 0)
-      return r->g->initializer[i];
-  for (size_t k = 0; k < r->g->n_node; k++) {
-    const Onnx__NodeProto* n = r->g->node[k];
-    if (!n->op_type || n->n_output < 1 || !n->output[0] || strcmp(n->output[0], name) != 0)
-      continue;
-    if (strcmp(n->op_type, "Identity") == 0)
-      return depth > 0 && n->n_input == 1 ? constant(r, n->input[0], depth - 1) : NULL;
-    if (strcmp(n->op_type, "Constant") != 0) return NULL;
-    for (size_t i = 0; i < n->n_attribute; i++)
-      if (n->attribute[i]->name && strcmp(n->attribute[i]->name, "value") == 0)
-        return n->attribute[i]->t;
-    return NULL;
+static int by_name(const void* a, const void* b) {
+  const named *x = a, *y = b;
+  const int c = strcmp(x->name, y->name);
+  return c ? c : x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The names index, so that looking a name up costs a binary search, not a walk of the graph (a
+   file of many Constant nodes took time quadratic in their number). */
+static ttp_status index_names(reader* r) {
+  const Onnx__GraphProto* g = r->g;
+  r->names = malloc((g->n_initializer + g->n_node + 1) * sizeof *r->names);
+  if (!r->names) return ERR_NOMEM(r->e, (g->n_initializer + g->n_node) * sizeof *r->names);
+  for (size_t i = 0; i < g->n_initializer; i++)
+    if (g->initializer[i]->name)
+      r->names[r->n_names++] = (named){g->initializer[i]->name, i, g->initializer[i], NULL};
+  for (size_t k = 0; k < g->n_node; k++) {
+    const Onnx__NodeProto* n = g->node[k];
+    if (n->op_type && n->n_output >= 1 && n->output[0])
+      r->names[r->n_names++] = (named){n->output[0], g->n_initializer + k, NULL, n};
   }
+  qsort(r->names, r->n_names, sizeof *r->names, by_name);
+  return TTP_OK;
+}
+
+static const Onnx__TensorProto* constant(const reader* r, const char* name, int depth) {
+  if (!name || !r->names) return NULL;
+  const named key = {name, 0, NULL, NULL}; /* order 0: the first of that name */
+  size_t lo = 0, hi = r->n_names;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (by_name(&r->names[mid], &key) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == r->n_names || strcmp(r->names[lo].name, name) != 0) return NULL;
+  if (r->names[lo].t) return r->names[lo].t;
+  const Onnx__NodeProto* n = r->names[lo].n;
+  if (strcmp(n->op_type, "Identity") == 0)
+    return depth > 0 && n->n_input == 1 ? constant(r, n->input[0], depth - 1) : NULL;
+  if (strcmp(n->op_type, "Constant") != 0) return NULL;
+  for (size_t i = 0; i < n->n_attribute; i++)
+    if (n->attribute[i]->name && strcmp(n->attribute[i]->name, "value") == 0)
+      return n->attribute[i]->t;
   return NULL;
 }
 
@@ -648,6 +684,7 @@ static ttp_status read_graph(reader* r) {
   const Onnx__GraphProto* g = r->g;
   model_shape input;
   const char* current = "";
+  TRY(index_names(r));
   TRY(input_shape(r, &input, &current));
   r->m = model_new(input, r->e);
   if (!r->m) return r->e->status;
@@ -779,6 +816,7 @@ ttp_status io_load_onnx(const char* path, model** out, ttp_err* e) {
     }
   }
   free(r.plan);
+  free(r.names);
   onnx__model_proto__free_unpacked(mp, NULL);
   if (s != TTP_OK) {
     model_free(r.m);
