@@ -133,25 +133,39 @@ static int shard_of(const cli_args* a, long* index, long* of) {
   return CLI_EXIT_OK;
 }
 
-/* Row text this run's writer gives (a header when path is NULL, else the error row of path),
-   into a malloc'd string. */
-static char* writer_text(ttp_pipeline* p, ttp_format format, int topk, int probs,
-                         const char* path) {
-  char* text = NULL;
-  size_t n = 0;
-  FILE* f = open_memstream(&text, &n);
-  ttp_writer* w = NULL;
-  if (f && ttp_writer_open(p, f, format, topk, probs, &w, NULL, 0) == TTP_OK) {
-    if (path) { /* the header out of the way: only the row */
-      fflush(f);
-      rewind(f);
-      ttp_writer_write(w, path, NULL, NULL, "x");
-      fputc('\0', f);
-    }
-    ttp_writer_close(w);
-  }
-  if (f) fclose(f);
-  return text;
+/* This run's writer on a memory stream, to hold an existing output against: its header, then,
+   one path at a time, the error row the writer gives that path (the stream rewound each time:
+   one writer for every row). */
+typedef struct rows_like {
+  FILE* f;
+  char* text; /* the stream's buffer: the last thing written, `len` bytes */
+  size_t size, len;
+  ttp_writer* w;
+} rows_like;
+
+/* Opens it; x->text then holds the header (nothing for JSON Lines). 0 on success. */
+static int rows_like_open(rows_like* x, ttp_pipeline* p, ttp_format format, int topk,
+                          int probs) {
+  *x = (rows_like){0};
+  if (!(x->f = open_memstream(&x->text, &x->size)) ||
+      ttp_writer_open(p, x->f, format, topk, probs, &x->w, NULL, 0) != TTP_OK || fflush(x->f))
+    return -1;
+  x->len = (size_t)ftell(x->f);
+  return 0;
+}
+
+/* The error row of path, into x->text (x->len bytes). 0 on success. */
+static int rows_like_row(rows_like* x, const char* path) {
+  rewind(x->f);
+  if (ttp_writer_write(x->w, path, NULL, NULL, "x") != TTP_OK || fflush(x->f)) return -1;
+  x->len = (size_t)ftell(x->f);
+  return 0;
+}
+
+static void rows_like_close(rows_like* x) {
+  ttp_writer_close(x->w);
+  if (x->f) fclose(x->f);
+  free(x->text);
 }
 
 /* --resume: FILE's whole rows stay (a torn last row, from a run that was killed, is cut off),
@@ -167,34 +181,33 @@ static int resume_from(const char* output, ttp_pipeline* p, ttp_format format, i
   if (cli_read_whole(output, &text, &n) != 0)
     return errno == ENOENT ? CLI_EXIT_OK : cli_fail("%s: cannot read: %s", output, strerror(errno));
   const int csv = format == TTP_FORMAT_CSV;
-  int rc = CLI_EXIT_OK;
+  rows_like like;
+  int rc = rows_like_open(&like, p, format, topk, probs) == 0 ? CLI_EXIT_OK
+                                                              : cli_fail("out of memory");
   size_t at = 0;
-  if (csv && n > 0) { /* the header this run writes (a torn one, from a kill: written again) */
-    char* header = writer_text(p, format, topk, probs, NULL);
-    const size_t len = header ? strlen(header) : 0;
-    const int torn = header && n < len && memcmp(text, header, n) == 0;
-    if (!torn && (!header || n < len || memcmp(text, header, len) != 0))
+  if (rc == CLI_EXIT_OK && csv && n > 0) { /* this run's header (a torn one: written again) */
+    const size_t len = like.len;
+    const int torn = n < len && memcmp(text, like.text, n) == 0;
+    if (!torn && (n < len || memcmp(text, like.text, len) != 0))
       rc = cli_fail("%s: its header is not this run's (other --topk, --probs or model?)", output);
     at = torn ? 0 : len;
     *header_written = !torn;
-    free(header);
   }
   /* The part of an error row after its path, the same for every path. */
-  char* empty = rc == CLI_EXIT_OK ? writer_text(p, format, topk, probs, "") : NULL;
-  const size_t suffix = empty ? strlen(empty) - (csv ? 0 : strlen("{\"path\":\"\"")) : 0;
+  if (rc == CLI_EXIT_OK && rows_like_row(&like, "") != 0) rc = cli_fail("out of memory");
+  const size_t suffix = like.len - (csv ? 0 : strlen("{\"path\":\"\""));
   while (rc == CLI_EXIT_OK && at < n) {
     const size_t end = cli_row_end(text, n, at, csv);
     if (!end) break; /* torn: cut off */
-    char* row = *done < count ? writer_text(p, format, topk, probs, paths[*done]) : NULL;
-    const size_t prefix = row ? strlen(row) - suffix : 0;
-    if (!row || end - at < prefix || memcmp(text + at, row, prefix) != 0)
+    const int made = *done < count && rows_like_row(&like, paths[*done]) == 0;
+    const size_t prefix = made ? like.len - suffix : 0;
+    if (!made || end - at < prefix || memcmp(text + at, like.text, prefix) != 0)
       rc = cli_fail("%s: row %zu is not that of file %zu of this list (%s): resume with the same "
                     "paths and options", output, *done + 1, *done + 1,
                     *done < count ? paths[*done] : "the list is shorter");
-    free(row);
     if (rc == CLI_EXIT_OK) ++*done, at = end;
   }
-  free(empty);
+  rows_like_close(&like);
   free(text);
   if (rc == CLI_EXIT_OK && truncate(output, (off_t)at) != 0)
     rc = cli_fail("%s: cannot cut off its torn row: %s", output, strerror(errno));
