@@ -769,7 +769,7 @@ static ttp_status scaling(reader* r, const char* key, const char* text) {
   for (;;) {
     char* end;
     const double x = strtod(at, &end);
-    if (end == at || count == 3 || !(is_std ? x >= 1e-6 && x <= 1e6 : x >= -16 && x <= 16))
+    if (end == at || count == 3 || !(is_std ? model_std_ok(x) : model_mean_ok(x)))
       return ERR(r->e, TTP_ERR_MODEL, "%s: metadata '%s' is '%.60s': one number%s, or one a "
                  "channel, separated by commas (%s)", r->path, key, text,
                  channels > 1 ? " for all channels" : "",

@@ -59,6 +59,13 @@ typedef struct model_scaling {
   float mean[3], std[3];
 } model_scaling;
 
+/* The scalings ttapipe takes, from a model's file or the caller's options alike. */
+#define MODEL_MEAN_MAX 16.0   /* each mean in -16..16 */
+#define MODEL_STD_MIN 1e-6    /* each std in 1e-6..1e6 */
+#define MODEL_STD_MAX 1e6
+static inline int model_mean_ok(double v) { return v >= -MODEL_MEAN_MAX && v <= MODEL_MEAN_MAX; }
+static inline int model_std_ok(double v) { return v >= MODEL_STD_MIN && v <= MODEL_STD_MAX; }
+
 typedef struct model {
   model_shape input;
   model_scaling scaling; /* model_new: mean 0, std 1 (pixels / 255 as they are) */

@@ -92,7 +92,7 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
                CPU_MAX_THREADS, p->options.threads);
   if (p->options.threads == 0) p->options.threads = pipeline_cores();
   for (int c = 0; o->normalize && c < 3; c++)
-    if (!(o->mean[c] >= -16 && o->mean[c] <= 16) || !(o->std[c] >= 1e-6f && o->std[c] <= 1e6f))
+    if (!model_mean_ok(o->mean[c]) || !model_std_ok(o->std[c]))
       return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "input scaling of channel %d: mean %g must "
                  "be -16..16 and std %g 1e-6..1e6", c, o->mean[c], o->std[c]);
   TRY(aug_spec_from(p->options.tta, &p->spec, &p->merge, &p->err));
