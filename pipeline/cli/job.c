@@ -108,7 +108,7 @@ void cli_job_gather_double(const cli_job* job, double value, double* all) {
   MPI_Gather(&value, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 }
 
-#else /* without MPI: one rank */
+#else /* without MPI: always one rank, and classify never gathers (finish_job is for more) */
 
 void cli_job_start(cli_job* job) { *job = (cli_job){0, 1, 0}; }
 void cli_job_end(cli_job* job) { (void)job; }
@@ -118,10 +118,8 @@ int cli_job_all_ok(const cli_job* job, int ok) {
 }
 int cli_job_gather_rows(const cli_job* job, const char* text, size_t n, FILE* out,
                         const char* out_name) {
-  (void)job;
-  char* texts[1] = {(char*)text};
-  const char* names[1] = {"the rows"};
-  return cli_deal_rows(texts, &n, names, 1, out, out_name);
+  (void)job, (void)text, (void)n, (void)out, (void)out_name;
+  return cli_fail("internal: rows gathered without MPI");
 }
 void cli_job_sum(const cli_job* job, double* values, int count) { (void)job, (void)values, (void)count; }
 void cli_job_gather_double(const cli_job* job, double value, double* all) {
