@@ -7,12 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archive.h"
 #include "files.h"
 #include "image.h"
 
 /* Files a worker takes at once: few enough that the last files of a chunk spread over the
    workers, enough that the mutex is taken once per several files. */
 enum { POOL_TAKE = 4 };
+
+/* Bytes of archive members read ahead of the workers, at most (beyond the members a worker
+   is about to take): what bounds the memory of reading tar shards. */
+#define POOL_BYTES_AHEAD ((size_t)64 << 20)
+
+/* A file whose bytes were read already (an archive's member), or that failed before decoding
+   (the member or the archive could not be read): what a worker decodes or reports instead of
+   reading a path. Both fields NULL: a file to read. */
+typedef struct pool_blob {
+  uint8_t* bytes;
+  size_t size;
+  char* error; /* the one-line message (TTP_ERR_FORMAT) */
+} pool_blob;
 
 typedef struct pool_chunk {
   uint8_t* pixels;      /* the consumer's buffer */
@@ -24,6 +38,8 @@ typedef struct pool_chunk {
 struct io_pool {
   const char* const* paths; /* the files: the caller's array, or `owned` */
   char** owned;             /* files appended by a walk, freed at close */
+  pool_blob* blobs;         /* beside owned: the members' bytes, until a worker takes them */
+  size_t blob_bytes;        /* bytes of members appended and not yet decoded */
   size_t known, owned_cap;  /* files known so far */
   int final;                /* no more will come */
   size_t chunk, pixels;
@@ -34,6 +50,7 @@ struct io_pool {
   pthread_mutex_t lock;
   pthread_cond_t work;      /* files or a buffer arrived, or the pool stops */
   pthread_cond_t ready;     /* a chunk may be complete */
+  pthread_cond_t room;      /* a member may be appended (io_pool_append_member) */
   size_t next;              /* the next file to take */
   size_t provided;          /* chunks with a buffer: files of chunk >= provided must wait */
   int stopping;
@@ -55,8 +72,9 @@ static int complete(const io_pool* p, size_t k) {
 static void* worker(void* arg) {
   io_pool* p = arg;
   double seconds[3] = {0, 0, 0};
-  size_t indices[POOL_TAKE];
+  size_t indices[POOL_TAKE], freed = 0;
   const char* paths[POOL_TAKE];
+  pool_blob blobs[POOL_TAKE];
   pool_chunk* c = NULL;
   size_t taken = 0, k = 0;
   pthread_mutex_lock(&p->lock);
@@ -65,6 +83,10 @@ static void* worker(void* arg) {
       c->done += taken;
       if (complete(p, k)) pthread_cond_broadcast(&p->ready);
       taken = 0;
+    }
+    if (freed) {
+      p->blob_bytes -= freed, freed = 0;
+      pthread_cond_broadcast(&p->room);
     }
     while (!p->stopping && !(p->next < p->known && p->next / p->chunk < p->provided) &&
            !(p->final && p->next >= p->known))
@@ -77,6 +99,7 @@ static void* worker(void* arg) {
       size_t i = p->next++;
       indices[taken] = i;
       paths[taken] = c->paths[i % p->chunk] = p->paths[i];
+      blobs[taken] = p->blobs ? p->blobs[i] : (pool_blob){0}; /* this worker's now */
       taken++;
     }
     uint8_t* pixels = c->pixels;
@@ -87,7 +110,17 @@ static void* worker(void* arg) {
       uint8_t* px = pixels + j * p->pixels;
       io_outcome* out = &c->outcomes[j];
       ttp_err e = {0};
-      out->status = io_load_image(paths[t], &p->options, p->rows, p->cols, px, seconds, &e);
+      const pool_blob* b = &blobs[t];
+      if (b->error)
+        out->status = ERR(&e, TTP_ERR_FORMAT, "%s", b->error);
+      else if (b->bytes)
+        out->status = io_load_image_bytes(b->bytes, b->size, paths[t], &p->options, p->rows,
+                                          p->cols, px, seconds + 1, &e);
+      else
+        out->status = io_load_image(paths[t], &p->options, p->rows, p->cols, px, seconds, &e);
+      freed += b->size;
+      free(b->bytes);
+      free(b->error);
       if (out->status != TTP_OK) {
         memset(px, 0, p->pixels);
         memcpy(out->error, e.message, sizeof out->error);
@@ -120,6 +153,7 @@ ttp_status io_pool_open(const char* const* paths, size_t count, int final,
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->work, NULL);
   pthread_cond_init(&p->ready, NULL);
+  pthread_cond_init(&p->room, NULL);
   p->chunks = calloc((size_t)window, sizeof *p->chunks);
   p->ids = calloc((size_t)threads, sizeof *p->ids);
   s = p->chunks && p->ids ? TTP_OK : ERR_NOMEM(e, (size_t)window * sizeof *p->chunks);
@@ -144,19 +178,24 @@ ttp_status io_pool_open(const char* const* paths, size_t count, int final,
   return TTP_OK;
 }
 
+/* Room for n more appended files (the lock held). */
+static ttp_status grow_owned(io_pool* p, size_t n, ttp_err* e) {
+  if (p->known + n <= p->owned_cap) return TTP_OK;
+  size_t cap = (p->known + n) * 2 + 1024;
+  char** grown = realloc(p->owned, cap * sizeof *grown);
+  if (!grown) return ERR_NOMEM(e, cap * sizeof *grown);
+  p->owned = grown;
+  p->paths = (const char* const*)grown;
+  pool_blob* blobs = realloc(p->blobs, cap * sizeof *blobs);
+  if (!blobs) return ERR_NOMEM(e, cap * sizeof *blobs);
+  memset(blobs + p->owned_cap, 0, (cap - p->owned_cap) * sizeof *blobs);
+  p->blobs = blobs, p->owned_cap = cap;
+  return TTP_OK;
+}
+
 ttp_status io_pool_append(io_pool* p, char** paths, size_t n, ttp_err* e) {
   pthread_mutex_lock(&p->lock);
-  ttp_status s = TTP_OK;
-  if (p->known + n > p->owned_cap) {
-    size_t cap = (p->known + n) * 2 + 1024;
-    char** grown = realloc(p->owned, cap * sizeof *grown);
-    if (grown) {
-      p->owned = grown, p->owned_cap = cap;
-      p->paths = (const char* const*)grown;
-    } else {
-      s = ERR_NOMEM(e, cap * sizeof *grown);
-    }
-  }
+  ttp_status s = grow_owned(p, n, e);
   if (s == TTP_OK) {
     memcpy(p->owned + p->known, paths, n * sizeof *paths);
     p->known += n;
@@ -168,28 +207,73 @@ ttp_status io_pool_append(io_pool* p, char** paths, size_t n, ttp_err* e) {
   return s;
 }
 
+ttp_status io_pool_append_member(io_pool* p, char* path, uint8_t* bytes, size_t size,
+                                 const char* error, ttp_err* e) {
+  pool_blob b = {bytes, bytes ? size : 0, NULL};
+  ttp_status s = TTP_OK;
+  if (!bytes && !(b.error = strdup(error ? error : "cannot be read")))
+    s = ERR_NOMEM(e, strlen(error) + 1);
+  pthread_mutex_lock(&p->lock);
+  /* At most one chunk past the buffers provided, and the bytes read ahead bounded: never a
+     wait on a member the workers need (the ones in provided chunks are taken without it). */
+  while (s == TTP_OK && !p->stopping && !p->final &&
+         (p->known >= (p->provided + 1) * p->chunk ||
+          (p->blob_bytes > POOL_BYTES_AHEAD && p->next < p->known)))
+    pthread_cond_wait(&p->room, &p->lock);
+  if (s == TTP_OK && (p->stopping || p->final))
+    s = ERR(e, TTP_ERR_CANCELLED, "%s: the run stopped before this file", path);
+  if (s == TTP_OK) s = grow_owned(p, 1, e);
+  if (s == TTP_OK) {
+    p->owned[p->known] = path;
+    p->blobs[p->known] = b;
+    p->blob_bytes += b.size;
+    p->known++;
+    pthread_cond_broadcast(&p->work);
+  }
+  pthread_mutex_unlock(&p->lock);
+  if (s != TTP_OK) {
+    free(path);
+    free(b.bytes);
+    free(b.error);
+  }
+  return s;
+}
+
+size_t io_pool_max_member(const io_pool* p) { return p->options.max_file_bytes; }
+
 void io_pool_finish(io_pool* p) {
   pthread_mutex_lock(&p->lock);
   p->final = 1;
   pthread_cond_broadcast(&p->work);
   pthread_cond_broadcast(&p->ready);
+  pthread_cond_broadcast(&p->room);
   pthread_mutex_unlock(&p->lock);
 }
+
+/* A file the walk found: the pool's number of a file (its item), or an archive, whose members
+   become items when its place comes (so that they are read in the walk's order). */
+typedef struct walk_find {
+  size_t item;
+  char* archive; /* NULL for a file */
+} walk_find;
 
 struct io_pool_walk {
   io_pool* pool;
   const char* const* paths;
   size_t count;
-  ttp_list_options options;
+  int listed;             /* paths are the files themselves, in their order: no walk */
+  ttp_list_options options; /* also the archives' member filter */
   char* batch[256];       /* files found, not yet appended */
-  size_t n, found;        /* in the batch; found so far */
-  size_t places[256];     /* files placed, not yet published */
+  size_t n, items;        /* in the batch; items appended or batched so far */
+  walk_find* finds;       /* everything found, by the walk's number */
+  size_t found, finds_cap;
+  size_t places[256];     /* items placed, not yet published */
   size_t m;
   ttp_err failed;         /* an append that failed (placed cannot say so): the walk stops */
   pthread_t id;
   ttp_err err;
   pthread_mutex_t lock;   /* guards what follows: the consumer's view */
-  size_t* order;          /* the files' numbers in the walk's order */
+  size_t* order;          /* the items' numbers in the walk's order */
   size_t placed, cap;
   int over;
 };
@@ -208,32 +292,89 @@ static void flush_placed(io_pool_walk* w) {
   w->m = 0;
 }
 
+/* Room in order for `items` items, so that placing them cannot fail. */
+static ttp_status reserve_order(io_pool_walk* w, size_t items, ttp_err* e) {
+  if (items <= w->cap) return TTP_OK;
+  size_t cap = w->cap ? 2 * w->cap : 4096;
+  pthread_mutex_lock(&w->lock);
+  size_t* grown = realloc(w->order, cap * sizeof *grown);
+  if (grown) w->order = grown, w->cap = cap;
+  pthread_mutex_unlock(&w->lock);
+  return grown ? TTP_OK : ERR_NOMEM(e, cap * sizeof *grown);
+}
+
+static void place_item(io_pool_walk* w, size_t item) {
+  w->places[w->m++] = item;
+  if (w->m == sizeof w->places / sizeof w->places[0]) flush_placed(w);
+}
+
 static ttp_status walk_found(void* user, const char* path, ttp_err* e) {
   io_pool_walk* w = user;
   if (w->failed.status != TTP_OK) return (*e = w->failed).status;
-  if (w->found == w->cap) { /* room to place it: placed cannot fail */
-    size_t cap = w->cap ? 2 * w->cap : 4096;
-    pthread_mutex_lock(&w->lock);
-    size_t* grown = realloc(w->order, cap * sizeof *grown);
-    if (grown) w->order = grown, w->cap = cap;
-    pthread_mutex_unlock(&w->lock);
+  if (w->found == w->finds_cap) {
+    size_t cap = w->finds_cap ? 2 * w->finds_cap : 4096;
+    walk_find* grown = realloc(w->finds, cap * sizeof *grown);
     if (!grown) return ERR_NOMEM(e, cap * sizeof *grown);
+    w->finds = grown, w->finds_cap = cap;
   }
+  if (io_is_archive(path)) {
+    if (!(w->finds[w->found].archive = strdup(path))) return ERR_NOMEM(e, strlen(path) + 1);
+    w->found++;
+    return TTP_OK;
+  }
+  TRY(reserve_order(w, w->items + 1, e));
   if (!(w->batch[w->n] = strdup(path))) return ERR_NOMEM(e, strlen(path) + 1);
-  w->found++;
+  w->finds[w->found++] = (walk_find){w->items++, NULL};
   /* The first files go to the workers in small batches, so that they start at once; the rest
      in larger ones, so that the pool's lock is seldom taken. */
-  if (++w->n == (w->found <= 4096 ? 32 : sizeof w->batch / sizeof w->batch[0])) flush_found(w);
+  if (++w->n == (w->items <= 4096 ? 32 : sizeof w->batch / sizeof w->batch[0])) flush_found(w);
   return TTP_OK;
+}
+
+/* An archive's place has come: its members become items, read and placed in its order (the
+   reading waits while the workers are far enough ahead). A member that cannot be read, or the
+   archive failing, is an item that fails with its message. */
+static void expand_archive(io_pool_walk* w, const char* path) {
+  flush_found(w); /* the files found before it take the numbers before its members */
+  io_archive* a = NULL;
+  ttp_err e = {0};
+  int more = io_archive_open(path, io_pool_max_member(w->pool), &a, &e) == TTP_OK;
+  int rc = more ? 0 : -1;
+  while (w->failed.status == TTP_OK) {
+    io_member m = {0};
+    if (more) rc = io_archive_next(a, w->options.extensions, w->options.hidden, &m, &e);
+    if (rc == 0) break;
+    if (rc < 0 && !(m.path = strdup(path))) {
+      ERR_NOMEM(&w->failed, strlen(path) + 1);
+      break;
+    }
+    if (reserve_order(w, w->items + 1, &w->failed) != TTP_OK) {
+      free(m.path), free(m.bytes);
+      break;
+    }
+    if (io_pool_append_member(w->pool, m.path, m.bytes, m.size, e.message, &w->failed) != TTP_OK)
+      break;
+    place_item(w, w->items++);
+    err_clear(&e);
+    if (rc < 0) break; /* the archive's own error ends it */
+  }
+  io_archive_close(a);
+  flush_placed(w);
 }
 
 static void walk_placed(void* user, size_t found) {
   io_pool_walk* w = user;
+  walk_find* f = &w->finds[found];
+  if (f->archive) {
+    expand_archive(w, f->archive);
+    free(f->archive);
+    f->archive = NULL;
+    return;
+  }
   /* A file placed before the last one found: a directory listed, its files found early all
      wanted now. (A file found and placed at once waits for its batch to fill.) */
   if (found + 1 < w->found) flush_found(w);
-  w->places[w->m++] = found;
-  if (w->m == sizeof w->places / sizeof w->places[0]) flush_placed(w);
+  place_item(w, f->item);
 }
 
 static int walk_hungry(void* user) {
@@ -245,8 +386,13 @@ static int walk_hungry(void* user) {
 
 static void* walk_thread(void* arg) {
   io_pool_walk* w = arg;
-  io_walk(w->paths, w->count, &w->options,
-          &(io_walk_fns){walk_found, walk_placed, walk_hungry, w}, &w->err);
+  if (w->listed) { /* the caller's files in their order, the archives among them opened */
+    for (size_t i = 0; i < w->count && w->err.status == TTP_OK; i++)
+      if (walk_found(w, w->paths[i], &w->err) == TTP_OK) walk_placed(w, i);
+  } else {
+    io_walk(w->paths, w->count, &w->options,
+            &(io_walk_fns){walk_found, walk_placed, walk_hungry, w}, &w->err);
+  }
   flush_found(w);
   flush_placed(w);
   if (w->err.status == TTP_OK && w->failed.status != TTP_OK) w->err = w->failed;
@@ -262,7 +408,10 @@ ttp_status io_pool_walk_start(io_pool* pool, const char* const* paths, size_t co
   *out = NULL;
   io_pool_walk* w = calloc(1, sizeof *w);
   if (!w) return ERR_NOMEM(e, sizeof *w);
-  w->pool = pool, w->paths = paths, w->count = count, w->options = *o;
+  w->pool = pool, w->paths = paths, w->count = count;
+  w->listed = !o;
+  if (o) w->options = *o;
+  else ttp_list_options_init(&w->options);
   pthread_mutex_init(&w->lock, NULL);
   if (pthread_create(&w->id, NULL, walk_thread, w) != 0) {
     pthread_mutex_destroy(&w->lock);
@@ -289,6 +438,8 @@ ttp_status io_pool_walk_join(io_pool_walk* w, ttp_err* e) {
   ttp_status s = w->err.status;
   if (s != TTP_OK) *e = w->err;
   pthread_mutex_destroy(&w->lock);
+  for (size_t i = 0; i < w->found; i++) free(w->finds[i].archive); /* never placed */
+  free(w->finds);
   free(w->order);
   free(w);
   return s;
@@ -316,6 +467,7 @@ void io_pool_provide(io_pool* p, size_t k, uint8_t* pixels) {
   c->done = 0;
   p->provided = k + 1;
   pthread_cond_broadcast(&p->work);
+  pthread_cond_broadcast(&p->room);
   pthread_mutex_unlock(&p->lock);
 }
 
@@ -348,6 +500,7 @@ void io_pool_close(io_pool* p, double seconds[3]) {
   pthread_mutex_lock(&p->lock);
   p->stopping = 1;
   pthread_cond_broadcast(&p->work);
+  pthread_cond_broadcast(&p->room);
   pthread_mutex_unlock(&p->lock);
   for (int t = 0; t < p->started; t++) pthread_join(p->ids[t], NULL);
   if (seconds)
@@ -359,11 +512,15 @@ void io_pool_close(io_pool* p, double seconds[3]) {
     }
   if (p->owned)
     for (size_t i = 0; i < p->known; i++) free(p->owned[i]);
+  if (p->blobs) /* the members no worker took */
+    for (size_t i = p->next; i < p->known; i++) free(p->blobs[i].bytes), free(p->blobs[i].error);
   free(p->owned);
+  free(p->blobs);
   free(p->chunks);
   free(p->ids);
   pthread_mutex_destroy(&p->lock);
   pthread_cond_destroy(&p->work);
   pthread_cond_destroy(&p->ready);
+  pthread_cond_destroy(&p->room);
   free(p);
 }

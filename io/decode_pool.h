@@ -37,11 +37,23 @@ ttp_status io_pool_open(const char* const* paths, size_t count, int final,
 
 /* Appends n files (the pool takes the strings, malloc'd, and frees them at close). */
 ttp_status io_pool_append(io_pool* pool, char** paths, size_t n, ttp_err* e);
+/* Appends one file whose bytes are read already (an archive's member: size bytes, malloc'd,
+   decoded from memory), or, bytes NULL, one that failed with error (its one-line message).
+   The pool takes path and bytes. Waits while the pool holds a chunk of files past the buffers
+   provided, or more than 64 MiB of members not yet taken; returns TTP_ERR_CANCELLED if the pool
+   is finished or closed meanwhile (the file is dropped). */
+ttp_status io_pool_append_member(io_pool* pool, char* path, uint8_t* bytes, size_t size,
+                                 const char* error, ttp_err* e);
+/* The largest member io_pool_append_member should be given: the image options' file limit. */
+size_t io_pool_max_member(const io_pool* pool);
 /* No more files will come. */
 void io_pool_finish(io_pool* pool);
 
 /* A directory walk feeding the pool (the growing list above): io_walk (files.h) over paths with
-   options o, on a thread of its own. The pool gets each directory's files as they are read from
+   options o, on a thread of its own; or, o NULL, the files paths[0..count-1] themselves in their
+   order (a caller's list that holds archives). Archives (archive.h) found become their members,
+   read when their place in the order comes, filtered by o's extensions and hidden rule (NULL:
+   the defaults'). The pool gets each directory's files as they are read from
    it, numbered in that order (the order of io_pool_wait's chunks); io_pool_walk_order gives the
    walk's own order (byte-wise sorted) as those numbers, a directory's as soon as its listing is
    sorted. At the end, io_pool_finish. The pool must have been opened without a final list. */

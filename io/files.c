@@ -22,7 +22,7 @@ void ttp_list_options_init(ttp_list_options* o) {
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
   o->hidden = 0;
-  o->extensions = "png,jpg,jpeg,bmp,pgm,ppm,pnm";
+  o->extensions = "png,jpg,jpeg,bmp,pgm,ppm,pnm,tar,tar.gz,tgz";
 }
 
 void ttp_file_list_free(ttp_file_list* list) {
@@ -86,17 +86,14 @@ static ttp_status find_and_place(walk* w, const char* path, ttp_err* e) {
   return TTP_OK;
 }
 
-/* Whether name's extension (after its last dot) is in the comma-separated list. */
-static int extension_matches(const char* name, const char* list) {
-  const char* dot = strrchr(name, '.');
-  if (!dot || !dot[1]) return 0;
-  size_t len = strlen(dot + 1);
+int io_extension_matches(const char* name, const char* list) {
+  const size_t len = strlen(name);
   for (const char* p = list; *p;) {
     const char* comma = strchr(p, ',');
-    size_t n = comma ? (size_t)(comma - p) : strlen(p);
-    if (n == len) {
+    const size_t n = comma ? (size_t)(comma - p) : strlen(p);
+    if (n && len > n && name[len - n - 1] == '.') {
       size_t i = 0;
-      while (i < n && tolower((unsigned char)p[i]) == tolower((unsigned char)dot[1 + i])) i++;
+      while (i < n && tolower((unsigned char)p[i]) == tolower((unsigned char)name[len - n + i])) i++;
       if (i == n) return 1;
     }
     p += n + (comma ? 1 : 0);
@@ -226,7 +223,7 @@ static ttp_status list_dir(walk* w, DIR* d, char* path, size_t dir_len, listing*
       struct stat st;
       dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     }
-    if (!dir && !extension_matches(name, w->extensions)) continue;
+    if (!dir && !io_extension_matches(name, w->extensions)) continue;
     if (read++ % HUNGRY_EVERY == 0)
       hungry = w->fns->hungry && early < WALK_EARLY_MAX && w->fns->hungry(w->fns->user);
     size_t found = (size_t)NOT_FOUND;

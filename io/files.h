@@ -34,6 +34,10 @@ enum { WALK_EARLY_MAX = 1 << 18 };
 ttp_status io_walk(const char* const* paths, size_t count, const ttp_list_options* o,
                    const io_walk_fns* fns, ttp_err* e);
 
+/* Whether name ends in a dot and one of list's comma-separated extensions, in any case (an
+   extension may hold dots: "tar.gz"). */
+int io_extension_matches(const char* name, const char* list);
+
 /* The caller's list options over the defaults (NULL: the defaults), checked. */
 ttp_status io_list_options(const ttp_list_options* given, ttp_list_options* o, ttp_err* e);
 

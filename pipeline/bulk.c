@@ -8,7 +8,8 @@
    directory's files as they are read from it, so that a directory of 100,000 files is decoded
    while it is still being listed, and the rest in the walk's (sorted) order once it is known;
    results whose turn has not come wait, copied out of the core, and the callback sees every
-   file in the walk's order.
+   file in the walk's order. Tar archives (io/archive.h), walked or listed, are read on that
+   thread too, member by member in their turn, and the workers decode the members' bytes.
 
    The calling thread, in order of preference: hands every free slot to the pool (the workers
    always have chunks to decode while there are slots); submits the next chunk once it is
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../io/archive.h"
 #include "../io/decode_pool.h"
 #include "../io/files.h"
 #include "clock.h"
@@ -288,11 +290,15 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
   ttp_status s = r.results && r.merged
                      ? TTP_OK : ERR_NOMEM(&p->err, capacity * (sizeof *r.results + classes * 4));
   io_pool_walk* walking = NULL;
+  /* A list holding archives is fed by the walk's thread too (without walking): it opens each
+     archive when its turn comes. */
+  int fed = walk != NULL;
+  for (size_t i = 0; i < count && !fed; i++) fed = io_is_archive(paths[i]);
   if (s == TTP_OK) /* a window of depth + 1: the slots in flight and the chunk being reported */
-    s = io_pool_open(walk ? NULL : paths, walk ? 0 : count, !walk, options, m->input.c,
+    s = io_pool_open(fed ? NULL : paths, fed ? 0 : count, !fed, options, m->input.c,
                      m->input.h, m->input.w, threads, capacity, p->stream.depth + 1, &r.pool,
                      &p->err);
-  if (s == TTP_OK && walk) s = io_pool_walk_start(r.pool, paths, count, walk, &walking, &p->err);
+  if (s == TTP_OK && fed) s = io_pool_walk_start(r.pool, paths, count, walk, &walking, &p->err);
   r.walk = walking;
   if (s == TTP_OK) s = run_files(&r);
   int final;

@@ -526,8 +526,10 @@ typedef struct ttp_file_list {
 typedef struct ttp_list_options {
   size_t struct_size;     /* sizeof(ttp_list_options); set by ttp_list_options_init */
   int hidden;             /* also walk into and take names beginning with '.' (default 0) */
-  const char* extensions; /* comma-separated, case-insensitive, without dots: the files a
-                             directory walk takes (default "png,jpg,jpeg,bmp,pgm,ppm,pnm") */
+  const char* extensions; /* comma-separated, case-insensitive, without the first dot (one
+                             may hold dots: "tar.gz"): the files a directory walk takes, and
+                             the members taken from tar archives (default
+                             "png,jpg,jpeg,bmp,pgm,ppm,pnm,tar,tar.gz,tgz") */
 } ttp_list_options;
 
 void ttp_list_options_init(ttp_list_options* o);
@@ -584,7 +586,17 @@ typedef struct ttp_bulk_stats {
    Returns TTP_OK (also when files failed: see stats->failed), TTP_ERR_INVALID_ARGUMENT,
    TTP_ERR_CANCELLED (ttp_cancel), or an engine failure (TTP_ERR_GPU_LOST as for ttp_classify):
    the files reported until then are right, the batch that failed and those after it are not
-   reported. */
+   reported.
+   Tar archives (a path ending in .tar, .tar.gz or .tgz: WebDataset's shards, plain or gzip'd)
+   are classified member by member, in the archive's order, where the archive stands in the
+   list: the regular members whose extension is an image's ("./" dropped from their names;
+   names with a component beginning with '.', directories, links and other members skipped),
+   each reported as the path "ARCHIVE/MEMBER" and counted as a file. Archives are read on a
+   thread of their own, at most 64 MiB of members ahead of the decoding threads; a member over
+   options->max_file_bytes or that cannot be decoded is that member's error; an archive that
+   cannot be read, or is corrupt or truncated, is one error reported with the archive's path,
+   after its members read before. A build without libarchive reports every archive as an
+   error saying so. */
 ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t count,
                               const ttp_image_options* options, int threads,
                               ttp_file_callback callback, void* user, ttp_bulk_stats* stats);

@@ -344,8 +344,26 @@ static int classify_job(const cli_args* a, const cli_job* job) {
     ttp_file_list_free(&list);
     return cli_fail("out of memory");
   }
-  for (size_t i = 0; listed && i < list.count; i++)
+  /* Tar archives are listed whole: an archive is one unit of a shard, and its rows are its
+     members' (cli_archive_key). */
+  int archives = 0;
+  for (size_t i = 0; listed && i < list.count && rc == CLI_EXIT_OK; i++) {
+    const size_t key = cli_archive_key(list.paths[i], strlen(list.paths[i]));
+    archives |= key == strlen(list.paths[i]);
+    if (key && key < strlen(list.paths[i]) && (shards || resume))
+      rc = cli_fail("%s: a file under a directory named like a tar archive: its rows would be "
+                    "taken for the archive's when shards are merged; rename the directory",
+                    list.paths[i]);
     if (!shards || (long)(i % (size_t)shards) == shard) paths[count++] = list.paths[i];
+  }
+  if (rc == CLI_EXIT_OK && resume && archives)
+    rc = cli_usage_error(a->command, "--resume takes image files, not tar archives: split the "
+                         "archives with --shard I/N and run again the shards that did not finish");
+  if (rc != CLI_EXIT_OK) {
+    free(paths);
+    ttp_file_list_free(&list);
+    return rc;
+  }
   ttp_pipeline* p = NULL;
   ttp_tta tta;
   FILE* out = stdout;
@@ -381,7 +399,7 @@ static int classify_job(const cli_args* a, const cli_job* job) {
   ttp_bulk_stats stats = {.struct_size = sizeof stats};
   int quiet = cli_flag(a, "quiet");
   if (rc == CLI_EXIT_OK) {
-    progress pr = {writer, count - done, 0, 0, isatty(2) && !quiet && job->rank == 0, 0,
+    progress pr = {writer, archives ? 0 : count - done, 0, 0, isatty(2) && !quiet && job->rank == 0, 0,
                    cli_now(), 0};
     caught_signal = 0;
     catch_stop_signals(p);

@@ -1,7 +1,8 @@
 /* ttp_fuzz_corpus DIR: writes the seed corpus of the fuzz targets, made here rather than
    committed: DIR/png, DIR/jpeg, DIR/bmp and DIR/pnm, small files that reach the corners of each
    decoder; DIR/idx, DIR/file_list, DIR/model and DIR/args for ttapipe's own readers (their
-   first byte the target's selector, below).
+   first byte the target's selector, below); DIR/tar, tar archives of those PNG files (plain,
+   gzip'd, truncated; directories, links, hidden and non-image members, a pax long name).
      PNG  grey of 1, 2, 4, 8 and 16 bits; grey + alpha, RGB, RGBA of 8 and 16; palettes of 1 to
           8 bits; tRNS transparency; Adam7 interlacing; every row filter; several IDAT chunks
           and ancillary chunks. Written here with zlib, from the PNG specification.
@@ -346,6 +347,78 @@ static buf gzipped(const buf* b) {
   return out;
 }
 
+/* ---- tar (fuzz_tar) ---------------------------------------------------------------------------- *
+   Archives assembled here from POSIX's ustar header (the reader under test is libarchive's). */
+
+/* One member: a 512-byte ustar header (type '0' file, '5' directory, '2' symbolic link, 'x' a
+   pax extended header), then the data padded to 512 bytes. */
+static void tar_member(buf* b, const char* name, char type, const void* data, size_t n) {
+  uint8_t h[512] = {0};
+  snprintf((char*)h, 100, "%s", name);
+  snprintf((char*)h + 100, 8, "%07o", 0644);
+  snprintf((char*)h + 108, 8, "%07o", 1000);
+  snprintf((char*)h + 116, 8, "%07o", 1000);
+  snprintf((char*)h + 124, 12, "%011zo", n);
+  snprintf((char*)h + 136, 12, "%011o", 1700000000u);
+  h[156] = (uint8_t)type;
+  if (type == '2') snprintf((char*)h + 157, 100, "%s", "target.png");
+  memcpy(h + 257, "ustar", 6);
+  memcpy(h + 263, "00", 2);
+  memset(h + 148, ' ', 8);
+  unsigned sum = 0;
+  for (int i = 0; i < 512; i++) sum += h[i];
+  snprintf((char*)h + 148, 8, "%06o", sum);
+  put(b, h, 512);
+  put(b, data, n);
+  static const uint8_t zeros[512];
+  if (n % 512) put(b, zeros, 512 - n % 512);
+}
+
+static void tar_end(buf* b) {
+  static const uint8_t zeros[1024];
+  put(b, zeros, sizeof zeros);
+}
+
+/* A file the png seeds wrote, whole (its 4 option bytes after the image are ignored). */
+static buf read_seed(const char* format, const char* name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s/%s", out_dir, format, name);
+  buf b = {0};
+  FILE* f = fopen(path, "rb");
+  CHECK(f, "%s: cannot open", path);
+  uint8_t chunk[4096];
+  size_t got;
+  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) put(&b, chunk, got);
+  fclose(f);
+  return b;
+}
+
+static void tar_seeds(void) {
+  buf grey = read_seed("png", "c0_8bit.png"), rgb = read_seed("png", "c2_8bit.png"), t = {0};
+  tar_member(&t, "./", '5', NULL, 0);
+  tar_member(&t, "./000001.png", '0', grey.p, grey.n);
+  tar_member(&t, "./000001.cls", '0', "7\n", 2);
+  tar_member(&t, "dir/000002.png", '0', rgb.p, rgb.n);
+  tar_member(&t, "._000002.png", '0', grey.p, 40); /* hidden: skipped */
+  tar_member(&t, "link.png", '2', NULL, 0);
+  tar_member(&t, "inner.tar", '0', grey.p, 100); /* an archive in the archive: not opened */
+  tar_member(&t, "bad.png", '0', grey.p, grey.n / 2);
+  static const char pax[] = "51 path=a/very/long/name/through/pax/headers/3.png\n";
+  tar_member(&t, "PaxHeader", 'x', pax, sizeof pax - 1);
+  tar_member(&t, "short.png", '0', rgb.p, rgb.n);
+  tar_end(&t);
+  save_raw("tar", "members.tar", 0, t.p, t.n);
+  buf z = gzipped(&t);
+  save_raw("tar", "members.tar.gz", 0, z.p, z.n);
+  save_raw("tar", "truncated.tar", 0, t.p, t.n - 1500);
+  save_raw("tar", "truncated.tar.gz", 0, z.p, z.n / 2);
+  free(z.p);
+  t.n = 0;
+  tar_end(&t);
+  save_raw("tar", "empty.tar", 0, t.p, t.n);
+  free(t.p), free(grey.p), free(rgb.p);
+}
+
 /* IDX: selector bit 0 images (3 dimensions) or labels (1), bit 1 the small limit. */
 static void idx_seeds(void) {
   static const uint32_t shapes[][4] = {{1, 7, 0, 0}, {3, 3, 4, 5}, {3, 2, 28, 28}, {1, 1, 0, 0}};
@@ -511,6 +584,7 @@ int main(int argc, char** argv) {
   onnx_seeds();
   torch_seeds(argv[2]);
   args_seeds();
+  tar_seeds();
   printf("%u seeds in %s\n", seeds, out_dir);
   return 0;
 }
