@@ -27,6 +27,11 @@ extern "C" {
 typedef struct engine_config {
   int threads;             /* CPU engine: worker threads */
   int device;              /* GPU engines: CUDA device index */
+  const int* devices;      /* GPU engines: device_count > 1: one runner on each of these (graph/
+                              devices.c); device is devices[0] */
+  int device_count;        /* 1 for one device */
+  int choice_device;       /* cudnn engine: the device whose algorithm choices every runner of
+                              the pipeline takes (the first of its devices) */
   ttp_precision precision; /* GPU engines */
   int max_batch;           /* GPU engines: images per batch */
   int slots;               /* GPU engines: pinned slots in the ring */
@@ -89,6 +94,11 @@ ttp_status engine_open_stream(const engine_entry* engine, const model* m, const 
 /* graph/runner.c (gpu_absent.c in a CPU-only build): a GPU engine's network behind the ring. */
 ttp_status gpu_runner_open(const struct gpu_network_ops* network, const model* m,
                            const engine_config* c, batch_stream* s, ttp_err* e);
+
+/* graph/devices.c (gpu_absent.c in a CPU-only build): a GPU engine's network on each of
+   c->devices, behind one stream. */
+ttp_status gpu_devices_open(const struct gpu_network_ops* network, const model* m,
+                            const engine_config* c, batch_stream* s, ttp_err* e);
 
 /* host_stream.c: a host engine behind the streaming core. */
 ttp_status host_stream_open(const host_engine_ops* host, const model* m, const engine_config* c,

@@ -74,5 +74,6 @@ ttp_status engine_open_stream(const engine_entry* engine, const model* m, const 
                               batch_stream* s, ttp_err* e) {
   TRY(engine_check_model(engine, m, c, e));
   if (engine->host) return host_stream_open(engine->host, m, c, s, e);
+  if (c->device_count > 1) return gpu_devices_open(engine->network, m, c, s, e);
   return gpu_runner_open(engine->network, m, c, s, e);
 }

@@ -83,6 +83,18 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "slots must be %d..%d, not %d", MIN_SLOTS,
                MAX_SLOTS, o->slots);
   if (o->device < 0) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "device %d", o->device);
+  const int most = (int)(sizeof p->devices / sizeof *p->devices);
+  if (o->device_count < 0 || o->device_count > most || (o->device_count && !o->devices))
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "devices: 1..%d device indices, not %d%s", most,
+               o->device_count, o->device_count && !o->devices ? " and no array" : "");
+  for (int g = 0; g < o->device_count; g++) {
+    if (o->devices[g] < 0)
+      return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "devices[%d] is %d", g, o->devices[g]);
+    p->devices[g] = o->devices[g];
+  }
+  if (o->device_count) p->options.device = p->devices[0];
+  if (o->device_count < 2) p->options.device_count = 0;
+  p->options.devices = NULL; /* the caller's array need not outlive ttp_open */
   if (o->wait < TTP_WAIT_AUTO || o->wait > TTP_WAIT_BLOCK)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown wait %d", (int)o->wait);
   if (o->plan != TTP_PLAN_MEASURE && o->plan != TTP_PLAN_HEURISTIC)
@@ -140,6 +152,9 @@ static engine_config config_of(const ttp_pipeline* p) {
   return (engine_config){
       .threads = p->options.threads,
       .device = p->options.device,
+      .devices = p->devices,
+      .device_count = p->options.device_count > 1 ? p->options.device_count : 1,
+      .choice_device = p->options.device,
       .precision = p->options.precision,
       .max_batch = p->options.max_batch,
       .slots = p->options.slots,
@@ -281,6 +296,9 @@ ttp_status ttp_classify_device(ttp_pipeline* p, const uint8_t* images, size_t co
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
   if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  if (p->options.device_count > 1)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify_device takes one device's "
+               "memory: open the pipeline on one device");
   if (!p->stream.ops->classify_device)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify_device needs a GPU engine, not "
                "%s", p->engine->name);

@@ -31,6 +31,7 @@ struct ttp_pipeline {
   char (*index_labels)[12]; /* class names when the model has no labels.txt */
   const engine_entry* engine; /* NULL until the engine is open */
   batch_stream stream;        /* the engine behind the streaming core */
+  int devices[8];             /* options.devices, copied (device_count of them) */
   atomic_int cancel;          /* ttp_cancel: stop the files path after the batches in flight */
   char description[2400];
 };

@@ -52,6 +52,8 @@ int stream_ready(batch_stream* s) {
 
 void stream_abandon(batch_stream* s) {
   for (int k = 0; k < s->in_flight; k++) s->ops->abandon(s->impl, slot_at(s, k));
+  for (int k = s->in_flight; k < s->in_flight + s->acquired && s->ops->release; k++)
+    s->ops->release(s->impl, slot_at(s, k));
   s->oldest = slot_at(s, s->in_flight);
   s->in_flight = 0;
   s->acquired = 0;

@@ -45,6 +45,8 @@ typedef struct stream_impl {
   int (*ready)(void* impl, int s);
   /* After a failure: waits for slot s's batch, and forgets it. */
   void (*abandon)(void* impl, int s);
+  /* Slot s, acquired and never submitted, is forgotten (NULL: nothing to do). */
+  void (*release)(void* impl, int s);
   /* ttp_classify_device (ttapipe.h): device images to device results, ordered on the caller's
      CUDA stream; NULL for an engine without a device. */
   ttp_status (*classify_device)(void* impl, const uint8_t* images, size_t count,

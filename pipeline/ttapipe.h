@@ -244,6 +244,17 @@ typedef struct ttp_options {
                             and "std", see "Models"), else mean 0 and std 1. 1: mean and std
                             below (a grey model uses [0] only) */
   float mean[3], std[3]; /* with normalize = 1: each mean in -16..16, each std in 1e-6..1e6 */
+  const int* devices;    /* GPU engines: 2..8 CUDA devices behind one pipeline (device_count of
+                            them; read during ttp_open only), or NULL (default): `device` alone.
+                            One runner on each GPU; a batch runs whole on one of them, dealt to
+                            the GPU with the fewest batches in flight; results come in the
+                            order of submission. Every GPU runs the algorithms the first one
+                            chose, so the bits do not depend on the GPU; GPUs of different
+                            models are refused. A device named twice gets two runners (tests
+                            do it on one GPU). slots is per GPU (at most 16 / device_count).
+                            ttp_classify_device is refused; ttp_bench_device splits its images
+                            among the GPUs. */
+  int device_count;
 } ttp_options;
 
 /* Fills o with the defaults and sets o->struct_size. Call it before setting any field. */

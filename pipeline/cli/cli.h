@@ -26,6 +26,8 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
                        "(default measure: cuDNN's timed search; heuristic runs nothing, the "  \
                        "default of classify under mpirun)"},                                    \
       {"device", "D", "CUDA device index (default 0)"},                                       \
+      {"devices", "LIST", "all|D,D,...: several GPUs of one model behind one pipeline, up to 8 " \
+                          "(default: --device alone; algorithms by the heuristic)"},            \
       {"verbose", NULL, "describe on stderr how the engine runs (algorithms, graphs)"},      \
       {"threads", "N", "threads of the CPU engine (default: one per core)"},                  \
       {"tta", "N", "classify each image as N augmented copies, 1..64 (default 1: none)"},     \
@@ -53,6 +55,10 @@ int cli_engine_id(const char* name, ttp_engine* id);
    augmentation asked for. Returns
    CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE, also for
    settings the library finds out of range, or CLI_EXIT_FATAL). */
+/* --devices: "all" (every GPU this process sees) or D,D,... (up to 8), into devices[0..*count);
+   *count 0 when not given. Returns CLI_EXIT_OK or a usage error. */
+int cli_get_devices(const cli_args* a, int* devices, int* count);
+
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
                       ttp_pipeline** p, ttp_tta* tta);
 

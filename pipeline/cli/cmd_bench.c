@@ -31,6 +31,8 @@ static const cli_option bench_options[] = {
     {"slots", "K", "pinned transfer slots (default 3)"},
     {"wait", "MODE", "auto|spin|yield|block: how calls wait for the GPU (default auto)"},
     {"device", "D", "CUDA device (default 0)"},
+    {"devices", "LIST", "all|D,D,...: several GPUs behind each pipeline (--batch is then each "
+                        "GPU's batch; device mode splits batch x GPUs images among them)"},
     {"threads", "N", "threads of the CPU engine (default: one per core)"},
     {"json", "FILE", "also write every point, and the machine, as JSON to FILE"},
     {NULL, NULL, NULL},
@@ -53,6 +55,7 @@ typedef struct bench {
   size_t pool_count;
   size_t pixels;       /* bytes of one image: the model's channels x rows x columns */
   int device_mode, warmup, slots, device, threads, wait;
+  int devices[8], device_count; /* --devices: 0 when not given */
   long iterations;
   double seconds;
   ttp_result* results;
@@ -91,6 +94,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   o.max_batch = batch;
   o.slots = b->slots;
   o.device = b->device;
+  o.devices = b->devices, o.device_count = b->device_count;
   o.threads = b->threads;
   o.no_graph = strcmp(graph, "off") == 0;
   o.wait = (ttp_wait)b->wait;
@@ -113,14 +117,15 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   if (b->device_mode) {
     {
       int replays = b->iterations > 0 ? (int)b->iterations : 50;
-      if (ttp_bench_device(p, b->pool, (size_t)batch, b->warmup > 0 ? b->warmup : 1, lat) !=
-          TTP_OK)
+      /* Several GPUs: each its batch, replayed at once. */
+      const size_t images = (size_t)batch * (size_t)(b->device_count > 1 ? b->device_count : 1);
+      if (ttp_bench_device(p, b->pool, images, b->warmup > 0 ? b->warmup : 1, lat) != TTP_OK)
         rc = 1; /* an engine without a device: skipped */
       double start = cli_now();
       while (rc == 0 && n < cap && (b->iterations > 0 ? n < (size_t)replays
                                                       : cli_now() - start < b->seconds)) {
         int k = replays < (int)(cap - n) ? replays : (int)(cap - n);
-        if (ttp_bench_device(p, b->pool, (size_t)batch, k, lat + n) != TTP_OK) rc = 1;
+        if (ttp_bench_device(p, b->pool, images, k, lat + n) != TTP_OK) rc = 1;
         n += (size_t)k;
       }
       if (rc) fprintf(stderr, "ttapipe bench: %s\n", ttp_last_error(p));
@@ -130,7 +135,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
         out->compute = mean / (double)n;
         out->p50 = quantile(lat, n, 0.5), out->p90 = quantile(lat, n, 0.9);
         out->p99 = quantile(lat, n, 0.99), out->p999 = quantile(lat, n, 0.999);
-        out->images_per_s = batch / (out->p50 * 1e-3);
+        out->images_per_s = (double)images / (out->p50 * 1e-3);
       }
     }
   } else {
@@ -216,6 +221,7 @@ static int run_bench(const cli_args* a) {
       (rc = cli_get_long(a, "warmup", 0, 1000, &warmup)) ||
       (rc = cli_get_long(a, "slots", 2, 16, &slots)) ||
       (rc = cli_get_long(a, "device", 0, 1023, &device)) ||
+      (rc = cli_get_devices(a, b.devices, &b.device_count)) ||
       (rc = cli_get_long(a, "threads", 1, 256, &threads)))
     return rc;
   if (!(seconds > 0 && seconds <= 3600))

@@ -1,5 +1,6 @@
 /* Helpers the subcommands share: opening the pipeline from options, errors, time. */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -56,6 +57,28 @@ int cli_engine_id(const char* name, ttp_engine* id) {
 const char* const cli_wait_names[] = {"auto", "spin", "yield", "block", NULL};
 const char* const cli_plan_names[] = {"measure", "heuristic", NULL};
 
+int cli_get_devices(const cli_args* a, int* devices, int* count) {
+  const char* text = cli_get(a, "devices");
+  *count = 0;
+  if (!text) return CLI_EXIT_OK;
+  if (strcmp(text, "all") == 0) {
+    const int n = ttp_gpu_count();
+    if (n == 0) return cli_usage_error(a->command, "--devices all: this machine has no GPU");
+    for (int g = 0; g < n && g < 8; g++) devices[(*count)++] = g;
+    return CLI_EXIT_OK;
+  }
+  for (const char* at = text;;) {
+    char* end;
+    const long d = strtol(at, &end, 10);
+    if (end == at || d < 0 || d > 1023 || (*end && *end != ',') || *count == 8)
+      return cli_usage_error(a->command, "--devices must be all, or 1 to 8 device indices "
+                             "separated by commas, not '%s'", text);
+    devices[(*count)++] = (int)d;
+    if (!*end) return CLI_EXIT_OK;
+    at = end + 1;
+  }
+}
+
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
                       ttp_pipeline** p, ttp_tta* tta) {
   ttp_options o;
@@ -64,13 +87,14 @@ int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_pla
   int engine = 0, precision = 0, wait = 0, plan = (int)default_plan;
   long threads = 0, batch = o.max_batch, slots = default_slots ? default_slots : o.slots;
   long device = 0;
-  int rc;
+  int devices[8], device_count, rc;
   if ((rc = cli_require(a, "model", &o.model_dir)) || (rc = cli_get_choice(a, "engine", cli_engine_names, &engine)) ||
       (rc = cli_get_choice(a, "precision", precisions, &precision)) ||
       (rc = cli_get_choice(a, "wait", cli_wait_names, &wait)) ||
       (rc = cli_get_choice(a, "plan", cli_plan_names, &plan)) ||
       (rc = cli_get_long(a, "batch", 1, 65536, &batch)) || (rc = cli_get_long(a, "slots", 2, 16, &slots)) ||
       (rc = cli_get_long(a, "device", 0, 1023, &device)) ||
+      (rc = cli_get_devices(a, devices, &device_count)) ||
       (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = tta_from_args(a, tta)))
     return rc;
   o.engine = cli_engine_ids[engine];
@@ -78,9 +102,12 @@ int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_pla
   o.max_batch = (int)batch;
   o.slots = (int)slots;
   o.device = (int)device;
+  o.devices = devices, o.device_count = device_count;
   o.no_graph = cli_flag(a, "no-graph");
   o.wait = (ttp_wait)wait;
   o.plan = (ttp_plan)plan;
+  /* Several GPUs choose by a fixed rule, as the ranks of an MPI job do (--plan overrides). */
+  if (device_count > 1 && !cli_get(a, "plan")) o.plan = TTP_PLAN_HEURISTIC;
   o.threads = (int)threads;
   o.tta = tta;
   int means, stds;

@@ -90,6 +90,7 @@ static ttp_status plan_context(gpu_context* ctx, const engine_config* c, const g
                                int canonical_images, cudaStream_t stream, ttp_err* e) {
   ctx->stream = stream;
   ctx->device = c->device;
+  ctx->choice_device = c->choice_device;
   ctx->half = c->precision == TTP_PRECISION_FP16;
   ctx->plan = c->plan;
   ctx->dnn_type = ctx->half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;

@@ -45,6 +45,7 @@ typedef struct gpu_context {
   int buckets;
   int canonical_rows;           /* GPU_CANONICAL_IMAGES x copies: where algorithms are chosen */
   int device;
+  int choice_device; /* whose remembered algorithm choices it takes (engine_config) */
   ttp_plan plan;                /* how convolution algorithms are chosen */
   void* conv_workspace;         /* shared by every convolution; sized at plan */
   size_t conv_workspace_size;

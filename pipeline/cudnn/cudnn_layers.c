@@ -191,7 +191,7 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   /* fp32 stays on FMA math: cuDNN's default math would allow TF32 on this hardware. */
   CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, ctx->half ? CUDNN_TENSOR_OP_MATH
                                                               : CUDNN_FMA_MATH));
-  conv_choice pick = {.key = {ctx->device, ctx->half, ctx->canonical_rows, l->in.c, l->in.h,
+  conv_choice pick = {.key = {ctx->choice_device, ctx->half, ctx->canonical_rows, l->in.c, l->in.h,
                               l->in.w, l->p.conv.k, l->p.conv.r, l->p.conv.s, l->p.conv.stride,
                               l->p.conv.pad}};
   ttp_status s = TTP_OK;
