@@ -207,35 +207,31 @@ ttp_status io_pool_append(io_pool* p, char** paths, size_t n, ttp_err* e) {
   return s;
 }
 
-ttp_status io_pool_append_member(io_pool* p, char* path, uint8_t* bytes, size_t size,
-                                 const char* error, ttp_err* e) {
-  pool_blob b = {bytes, bytes ? size : 0, NULL};
-  ttp_status s = TTP_OK;
-  if (!bytes && !(b.error = strdup(error ? error : "cannot be read")))
-    s = ERR_NOMEM(e, strlen(error) + 1);
+ttp_status io_pool_append_members(io_pool* p, io_member* members, char** errors, size_t n,
+                                  ttp_err* e) {
   pthread_mutex_lock(&p->lock);
-  /* At most one chunk past the buffers provided, and the bytes read ahead bounded: never a
-     wait on a member the workers need (the ones in provided chunks are taken without it). */
-  while (s == TTP_OK && !p->stopping && !p->final &&
+  /* At most a chunk (and this batch) past the buffers provided, and the bytes read ahead
+     bounded: never a wait on a member the workers need (the ones in provided chunks are
+     taken without it). */
+  while (!p->stopping && !p->final &&
          (p->known >= (p->provided + 1) * p->chunk ||
           (p->blob_bytes > POOL_BYTES_AHEAD && p->next < p->known)))
     pthread_cond_wait(&p->room, &p->lock);
-  if (s == TTP_OK && (p->stopping || p->final))
-    s = ERR(e, TTP_ERR_CANCELLED, "%s: the run stopped before this file", path);
-  if (s == TTP_OK) s = grow_owned(p, 1, e);
-  if (s == TTP_OK) {
-    p->owned[p->known] = path;
-    p->blobs[p->known] = b;
-    p->blob_bytes += b.size;
+  ttp_status s = TTP_OK;
+  if (p->stopping || p->final)
+    s = ERR(e, TTP_ERR_CANCELLED, "%s: the run stopped before this file", members[0].path);
+  if (s == TTP_OK) s = grow_owned(p, n, e);
+  for (size_t i = 0; i < n && s == TTP_OK; i++) {
+    const size_t size = members[i].bytes ? members[i].size : 0;
+    p->owned[p->known] = members[i].path;
+    p->blobs[p->known] = (pool_blob){members[i].bytes, size, errors[i]};
+    p->blob_bytes += size;
     p->known++;
-    pthread_cond_broadcast(&p->work);
   }
+  if (s == TTP_OK) pthread_cond_broadcast(&p->work); /* once a batch: the workers wake once */
   pthread_mutex_unlock(&p->lock);
-  if (s != TTP_OK) {
-    free(path);
-    free(b.bytes);
-    free(b.error);
-  }
+  for (size_t i = 0; i < n && s != TTP_OK; i++)
+    free(members[i].path), free(members[i].bytes), free(errors[i]);
   return s;
 }
 
@@ -331,32 +327,45 @@ static ttp_status walk_found(void* user, const char* path, ttp_err* e) {
   return TTP_OK;
 }
 
+/* Members handed to the pool at once: one lock and one wake-up of the workers a batch (one a
+   member kept sixteen workers queueing on the lock: 63,000 members a second on the H100
+   machine against 344,000 files of a directory). */
+enum { MEMBER_BATCH = 64 };
+
 /* An archive's place has come: its members become items, read and placed in its order (the
-   reading waits while the workers are far enough ahead). A member that cannot be read, or the
-   archive failing, is an item that fails with its message. */
+   reading waits while the workers are far enough ahead), in batches. A member that cannot be
+   read, or the archive failing, is an item that fails with its message. */
 static void expand_archive(io_pool_walk* w, const char* path) {
   flush_found(w); /* the files found before it take the numbers before its members */
   io_archive* a = NULL;
   ttp_err e = {0};
-  int more = io_archive_open(path, io_pool_max_member(w->pool), &a, &e) == TTP_OK;
-  int rc = more ? 0 : -1;
+  io_member batch[MEMBER_BATCH];
+  char* errors[MEMBER_BATCH];
+  size_t n = 0;
+  int rc = io_archive_open(path, io_pool_max_member(w->pool), &a, &e) == TTP_OK ? 1 : -1;
   while (w->failed.status == TTP_OK) {
     io_member m = {0};
-    if (more) rc = io_archive_next(a, w->options.extensions, w->options.hidden, &m, &e);
-    if (rc == 0) break;
-    if (rc < 0 && !(m.path = strdup(path))) {
-      ERR_NOMEM(&w->failed, strlen(path) + 1);
-      break;
-    }
-    if (reserve_order(w, w->items + 1, &w->failed) != TTP_OK) {
+    if (rc > 0) rc = io_archive_next(a, w->options.extensions, w->options.hidden, &m, &e);
+    if (rc < 0 && !m.path && !(m.path = strdup(path))) ERR_NOMEM(&w->failed, strlen(path) + 1);
+    if (rc != 0 && w->failed.status == TTP_OK) {
+      errors[n] = NULL;
+      if (!m.bytes && !(errors[n] = strdup(e.message))) ERR_NOMEM(&w->failed, strlen(e.message));
+      batch[n++] = m;
+      err_clear(&e);
+    } else {
       free(m.path), free(m.bytes);
-      break;
     }
-    if (io_pool_append_member(w->pool, m.path, m.bytes, m.size, e.message, &w->failed) != TTP_OK)
-      break;
-    place_item(w, w->items++);
-    err_clear(&e);
-    if (rc < 0) break; /* the archive's own error ends it */
+    const int last = rc <= 0 || w->failed.status != TTP_OK; /* the archive's own error ends it */
+    if (n && (n == MEMBER_BATCH || last)) {
+      if (w->failed.status == TTP_OK && reserve_order(w, w->items + n, &w->failed) == TTP_OK &&
+          io_pool_append_members(w->pool, batch, errors, n, &w->failed) == TTP_OK) {
+        for (size_t i = 0; i < n; i++) place_item(w, w->items++);
+      } else if (w->failed.status != TTP_OK && n) { /* not handed over: ours to free */
+        for (size_t i = 0; i < n; i++) free(batch[i].path), free(batch[i].bytes), free(errors[i]);
+      }
+      n = 0;
+    }
+    if (last) break;
   }
   io_archive_close(a);
   flush_placed(w);

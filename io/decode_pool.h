@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../pipeline/error.h"
+#include "archive.h"
 #include "ttapipe.h"
 
 typedef struct io_pool io_pool;
@@ -37,14 +38,15 @@ ttp_status io_pool_open(const char* const* paths, size_t count, int final,
 
 /* Appends n files (the pool takes the strings, malloc'd, and frees them at close). */
 ttp_status io_pool_append(io_pool* pool, char** paths, size_t n, ttp_err* e);
-/* Appends one file whose bytes are read already (an archive's member: size bytes, malloc'd,
-   decoded from memory), or, bytes NULL, one that failed with error (its one-line message).
-   The pool takes path and bytes. Waits while the pool holds a chunk of files past the buffers
-   provided, or more than 64 MiB of members not yet taken; returns TTP_ERR_CANCELLED if the pool
-   is finished or closed meanwhile (the file is dropped). */
-ttp_status io_pool_append_member(io_pool* pool, char* path, uint8_t* bytes, size_t size,
-                                 const char* error, ttp_err* e);
-/* The largest member io_pool_append_member should be given: the image options' file limit. */
+/* Appends n files whose bytes are read already (an archive's members: members[i].bytes,
+   members[i].size of them, decoded from memory), or that failed (bytes NULL, errors[i] the
+   one-line message); errors[i] NULL for a member read. The pool takes the paths, bytes and
+   messages (malloc'd), also on failure. Waits while the pool holds a chunk of files past the
+   buffers provided, or more than 64 MiB of members not yet taken; returns TTP_ERR_CANCELLED if
+   the pool is finished or closed meanwhile (the files are dropped). */
+ttp_status io_pool_append_members(io_pool* pool, io_member* members, char** errors, size_t n,
+                                  ttp_err* e);
+/* The largest member io_pool_append_members should be given: the image options' file limit. */
 size_t io_pool_max_member(const io_pool* pool);
 /* No more files will come. */
 void io_pool_finish(io_pool* pool);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "io/archive.h"
 #include "io/decode_pool.h"
 #include "io/files.h"
 #include "pipeline/clock.h"
@@ -80,9 +81,11 @@ static double late_rows(double start, double end) {
   return row_count ? (double)late / (double)row_count : 0;
 }
 
-/* The decode pool alone: the list's files, or (list NULL) the files of a walk over paths. */
+/* The decode pool alone: the list's files, or (list NULL) the files of a walk over paths; a
+   list holding tar archives is fed by the walk's thread, without walking, as ttp_classify_files
+   does. *files: the files the pool saw (an archive's members, not the archive). */
 static double pool_alone(const ttp_file_list* list, const char* const* paths, size_t count,
-                         int threads) {
+                         int threads, size_t* files) {
   enum { CHUNK = 1024, WINDOW = 3 };
   uint8_t* buffers[WINDOW];
   for (int w = 0; w < WINDOW; w++) CHECK((buffers[w] = malloc(CHUNK * 784)), "out of memory");
@@ -90,9 +93,15 @@ static double pool_alone(const ttp_file_list* list, const char* const* paths, si
   io_pool* pool;
   io_pool_walk* walk = NULL;
   ttp_err e = {0};
-  CHECK(io_pool_open(list ? (const char* const*)list->paths : NULL, list ? list->count : 0,
-                     list != NULL, NULL, 1, 28, 28, threads, CHUNK, WINDOW, &pool, &e) == TTP_OK,
+  int archives = 0;
+  for (size_t i = 0; list && i < list->count; i++) archives |= io_is_archive(list->paths[i]);
+  const int final = list && !archives;
+  CHECK(io_pool_open(final ? (const char* const*)list->paths : NULL, final ? list->count : 0,
+                     final, NULL, 1, 28, 28, threads, CHUNK, WINDOW, &pool, &e) == TTP_OK,
         "%s", e.message);
+  if (archives)
+    CHECK(io_pool_walk_start(pool, (const char* const*)list->paths, list->count, NULL, &walk,
+                             &e) == TTP_OK, "%s", e.message);
   if (!list) {
     ttp_list_options o;
     CHECK(io_list_options(NULL, &o, &e) == TTP_OK, "%s", e.message);
@@ -108,6 +117,8 @@ static double pool_alone(const ttp_file_list* list, const char* const* paths, si
     io_pool_release(pool, k);
   }
   CHECK(io_pool_walk_join(walk, &e) == TTP_OK, "%s", e.message);
+  int over;
+  *files = io_pool_known(pool, &over);
   io_pool_close(pool, NULL);
   double t = clock_seconds() - start;
   for (int w = 0; w < WINDOW; w++) free(buffers[w]);
@@ -167,12 +178,11 @@ int main(int argc, char** argv) {
     CHECK(ttp_list_files(roots, root_count, NULL, &list, error, sizeof error) == TTP_OK, "%s",
           error);
     seconds[WALK][r] = stage_stop(c, &cores[WALK][r], &caller[WALK][r]);
-    files = list.count;
     c = stage_start();
-    pool_alone(&list, NULL, 0, threads ? threads : 16);
+    pool_alone(&list, NULL, 0, threads ? threads : 16, &files);
     seconds[POOL][r] = stage_stop(c, &cores[POOL][r], &caller[POOL][r]);
     c = stage_start();
-    pool_alone(NULL, roots, root_count, threads ? threads : 16);
+    pool_alone(NULL, roots, root_count, threads ? threads : 16, &files);
     seconds[POOL_WALK][r] = stage_stop(c, &cores[POOL_WALK][r], &caller[POOL_WALK][r]);
     for (int stage = CLASSIFY; stage < STAGES; stage++) {
       int writing = stage == CLASSIFY_WRITER || stage == PATHS_WRITER;
