@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "archive.h"
+#include "archive_feed.h"
 #include "files.h"
 #include "image.h"
 
@@ -237,6 +237,8 @@ ttp_status io_pool_append_members(io_pool* p, io_member* members, char** errors,
 
 size_t io_pool_max_member(const io_pool* p) { return p->options.max_file_bytes; }
 
+int io_pool_threads(const io_pool* p) { return p->started; }
+
 void io_pool_finish(io_pool* p) {
   pthread_mutex_lock(&p->lock);
   p->final = 1;
@@ -250,7 +252,7 @@ void io_pool_finish(io_pool* p) {
    become items when its place comes (so that they are read in the walk's order). */
 typedef struct walk_find {
   size_t item;
-  char* archive; /* NULL for a file */
+  io_feed_job* archive; /* NULL for a file */
 } walk_find;
 
 struct io_pool_walk {
@@ -259,6 +261,7 @@ struct io_pool_walk {
   size_t count;
   int listed;             /* paths are the files themselves, in their order: no walk */
   ttp_list_options options; /* also the archives' member filter */
+  io_feed* feed;          /* the archives found, read ahead (opened at the first) */
   char* batch[256];       /* files found, not yet appended */
   size_t n, items;        /* in the batch; items appended or batched so far */
   walk_find* finds;       /* everything found, by the walk's number */
@@ -314,7 +317,12 @@ static ttp_status walk_found(void* user, const char* path, ttp_err* e) {
     w->finds = grown, w->finds_cap = cap;
   }
   if (io_is_archive(path)) {
-    if (!(w->finds[w->found].archive = strdup(path))) return ERR_NOMEM(e, strlen(path) + 1);
+    /* A helper for every four decoding threads reads archives ahead, up to three. */
+    int helpers = io_pool_threads(w->pool) / 4;
+    if (!w->feed)
+      TRY(io_feed_open(helpers < 3 ? helpers : 3, io_pool_max_member(w->pool),
+                       w->options.extensions, w->options.hidden, &w->feed, e));
+    if (!(w->finds[w->found].archive = io_feed_add(w->feed, path, e))) return e->status;
     w->found++;
     return TTP_OK;
   }
@@ -327,47 +335,22 @@ static ttp_status walk_found(void* user, const char* path, ttp_err* e) {
   return TTP_OK;
 }
 
-/* Members handed to the pool at once: one lock and one wake-up of the workers a batch (one a
-   member kept sixteen workers queueing on the lock: 63,000 members a second on the H100
-   machine against 344,000 files of a directory). */
-enum { MEMBER_BATCH = 64 };
-
 /* An archive's place has come: its members become items, read and placed in its order (the
-   reading waits while the workers are far enough ahead), in batches. A member that cannot be
-   read, or the archive failing, is an item that fails with its message. */
-static void expand_archive(io_pool_walk* w, const char* path) {
+   reading waits while the workers are far enough ahead), a batch at a time, as the feed gives
+   them (read ahead by a helper, or now). */
+static void expand_archive(io_pool_walk* w, io_feed_job* job) {
   flush_found(w); /* the files found before it take the numbers before its members */
-  io_archive* a = NULL;
-  ttp_err e = {0};
-  io_member batch[MEMBER_BATCH];
-  char* errors[MEMBER_BATCH];
-  size_t n = 0;
-  int rc = io_archive_open(path, io_pool_max_member(w->pool), &a, &e) == TTP_OK ? 1 : -1;
   while (w->failed.status == TTP_OK) {
-    io_member m = {0};
-    if (rc > 0) rc = io_archive_next(a, w->options.extensions, w->options.hidden, &m, &e);
-    if (rc < 0 && !m.path && !(m.path = strdup(path))) ERR_NOMEM(&w->failed, strlen(path) + 1);
-    if (rc != 0 && w->failed.status == TTP_OK) {
-      errors[n] = NULL;
-      if (!m.bytes && !(errors[n] = strdup(e.message))) ERR_NOMEM(&w->failed, strlen(e.message));
-      batch[n++] = m;
-      err_clear(&e);
-    } else {
-      free(m.path), free(m.bytes);
+    io_member_batch* b = io_feed_next(w->feed, job, &w->failed);
+    if (!b) break;
+    if (reserve_order(w, w->items + b->n, &w->failed) != TTP_OK) {
+      io_member_batch_free(b);
+      break;
     }
-    const int last = rc <= 0 || w->failed.status != TTP_OK; /* the archive's own error ends it */
-    if (n && (n == MEMBER_BATCH || last)) {
-      if (w->failed.status == TTP_OK && reserve_order(w, w->items + n, &w->failed) == TTP_OK &&
-          io_pool_append_members(w->pool, batch, errors, n, &w->failed) == TTP_OK) {
-        for (size_t i = 0; i < n; i++) place_item(w, w->items++);
-      } else if (w->failed.status != TTP_OK && n) { /* not handed over: ours to free */
-        for (size_t i = 0; i < n; i++) free(batch[i].path), free(batch[i].bytes), free(errors[i]);
-      }
-      n = 0;
-    }
-    if (last) break;
+    if (io_pool_append_members(w->pool, b->members, b->errors, b->n, &w->failed) == TTP_OK)
+      for (size_t i = 0; i < b->n; i++) place_item(w, w->items++);
+    free(b); /* what it held is the pool's now (or freed by it) */
   }
-  io_archive_close(a);
   flush_placed(w);
 }
 
@@ -376,8 +359,6 @@ static void walk_placed(void* user, size_t found) {
   walk_find* f = &w->finds[found];
   if (f->archive) {
     expand_archive(w, f->archive);
-    free(f->archive);
-    f->archive = NULL;
     return;
   }
   /* A file placed before the last one found: a directory listed, its files found early all
@@ -404,6 +385,8 @@ static void* walk_thread(void* arg) {
   }
   flush_found(w);
   flush_placed(w);
+  io_feed_close(w->feed); /* the helpers stop; archives never placed are dropped */
+  w->feed = NULL;
   if (w->err.status == TTP_OK && w->failed.status != TTP_OK) w->err = w->failed;
   pthread_mutex_lock(&w->lock);
   w->over = 1;
@@ -447,7 +430,6 @@ ttp_status io_pool_walk_join(io_pool_walk* w, ttp_err* e) {
   ttp_status s = w->err.status;
   if (s != TTP_OK) *e = w->err;
   pthread_mutex_destroy(&w->lock);
-  for (size_t i = 0; i < w->found; i++) free(w->finds[i].archive); /* never placed */
   free(w->finds);
   free(w->order);
   free(w);

@@ -48,6 +48,8 @@ ttp_status io_pool_append_members(io_pool* pool, io_member* members, char** erro
                                   ttp_err* e);
 /* The largest member io_pool_append_members should be given: the image options' file limit. */
 size_t io_pool_max_member(const io_pool* pool);
+/* The decoding threads running. */
+int io_pool_threads(const io_pool* pool);
 /* No more files will come. */
 void io_pool_finish(io_pool* pool);
 

@@ -3,7 +3,8 @@
 # classified as a directory of the same images would be, on the CPU engine:
 #   - a directory of 5 shards (plain, gzip'd, members named ./NAME or NAME, hidden ._ members
 #     and .cls members skipped) gives the directory's rows, member by member (path
-#     SHARD.tar/NAME), in the shards' order; listed with --files-from, the same bytes;
+#     SHARD.tar/NAME), in the shards' order; listed with --files-from, and with 12 decoding
+#     threads (3 helpers reading archives ahead), the same bytes;
 #   - --shard I/N splits by archive and merge deals the shards' outputs back (CSV, JSON Lines);
 #     mpirun -n 2 (where built with MPI) writes the same bytes;
 #   - a corrupt member, a truncated archive and a file that is not an archive are error rows,
@@ -64,6 +65,10 @@ grep -q "\.cls\|_hidden" "$work/tar.csv" && fail "a .cls or hidden member classi
 first=$(sed -n 2p "$work/tar.csv" | cut -d, -f1)
 [ "$first" = "$work/shards/shard-000000.tar/$(head -1 "$work/list0")" ] ||
   fail "not in the archive's order: $first"
+# Twelve decoding threads: three helpers read the next archives ahead of their turn.
+"$ttapipe" classify --model "$model" --engine cpu --threads 12 --quiet --tta 3 \
+  -o "$work/helpers.csv" "$work/shards" || fail "12 threads"
+same "$work/helpers.csv" "$work/tar.csv" "archives read ahead by helpers"
 ls "$work"/shards/* >"$work/files"
 run --files-from "$work/files" -o "$work/listed.csv" || fail "--files-from"
 same "$work/listed.csv" "$work/tar.csv" "shards listed with --files-from"
@@ -99,6 +104,9 @@ head -c 5000 "$work/shards/shard-000003.tar" >"$work/bad/b.tar"
 head -c 700 /dev/urandom >"$work/bad/c.tar"
 run -o "$work/bad.csv" "$work/bad" 2>"$work/err"
 [ $? -eq 3 ] || fail "hostile archives: not exit 3: $(cat "$work/err")"
+"$ttapipe" classify --model "$model" --engine cpu --threads 12 --quiet --tta 3 \
+  -o "$work/bad12.csv" "$work/bad" 2>/dev/null
+same "$work/bad12.csv" "$work/bad.csv" "hostile archives read ahead by helpers"
 grep -q '^[^,]*/bad/a.tar/broken.png,"\{0,1\}not an image' "$work/bad.csv" || fail "corrupt member: $(grep broken "$work/bad.csv")"
 grep -q "^[^,]*/bad/b.tar,\"\{0,1\}not a readable tar archive: Truncated" "$work/bad.csv" || fail "truncated: $(grep 'b.tar,' "$work/bad.csv")"
 grep -q "^[^,]*/bad/c.tar,\"\{0,1\}not a readable tar archive" "$work/bad.csv" || fail "junk: $(grep 'c.tar' "$work/bad.csv")"
