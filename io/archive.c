@@ -10,6 +10,24 @@
 
 int io_is_archive(const char* path) { return io_extension_matches(path, "tar,tar.gz,tgz"); }
 
+io_block* io_block_new(size_t cap) {
+  io_block* b = malloc(sizeof *b + cap);
+  if (!b) return NULL;
+  atomic_init(&b->refs, 1);
+  b->used = 0, b->cap = cap;
+  return b;
+}
+
+void io_block_release(io_block* b) {
+  if (b && atomic_fetch_sub(&b->refs, 1) == 1) free(b);
+}
+
+void io_member_free_bytes(io_member* m) {
+  if (m->block) io_block_release(m->block);
+  else free(m->bytes);
+  m->bytes = NULL, m->block = NULL;
+}
+
 int io_member_wanted(const char* name, const char* extensions, int hidden) {
   if (!hidden)
     for (const char* c = name; c; c = strchr(c, '/')) {
@@ -91,14 +109,35 @@ static const char* member_name(const char* name) {
 }
 
 /* Reads the current member's data whole (at most max_member bytes) into m. */
-static ttp_status read_member(io_archive* r, struct archive_entry* entry, io_member* m,
-                              ttp_err* e) {
+static ttp_status read_member(io_archive* r, struct archive_entry* entry, io_block* block,
+                              io_member* m, ttp_err* e) {
   const int known = archive_entry_size_is_set(entry);
   const int64_t declared = archive_entry_size(entry);
   if (known && (declared < 0 || (uint64_t)declared > r->max_member))
     return ERR(e, TTP_ERR_FORMAT, "%s: %lld bytes, more than the %zu allowed", m->path,
                (long long)declared, r->max_member);
   size_t cap = known ? (size_t)declared : 1 << 16, size = 0;
+  if (known && block && block->cap - block->used > cap) { /* in the block: its bytes' NUL too */
+    uint8_t* at = block->data + block->used;
+    la_ssize_t got = cap ? archive_read_data(r->a, at, cap) : 0;
+    /* The data of a member comes whole from one call unless the archive ends inside it. */
+    while (got > 0 && (size_t)got < cap) {
+      la_ssize_t more = archive_read_data(r->a, at + got, cap - (size_t)got);
+      if (more <= 0) break;
+      got += more;
+    }
+    if (got < 0 || (size_t)got != cap) {
+      r->over = 1;
+      return ERR(e, TTP_ERR_FORMAT, "%s: truncated: %zu bytes declared, the archive ends before",
+                 m->path, cap);
+    }
+    at[cap] = 0;
+    block->used += (cap + 16) & ~(size_t)15;
+    if (block->used > block->cap) block->used = block->cap;
+    atomic_fetch_add(&block->refs, 1);
+    m->bytes = at, m->size = cap, m->block = block;
+    return TTP_OK;
+  }
   uint8_t* buf = malloc(cap + 1);
   if (!buf) return ERR_NOMEM(e, cap + 1);
   for (;;) {
@@ -137,7 +176,8 @@ static ttp_status read_member(io_archive* r, struct archive_entry* entry, io_mem
   return TTP_OK;
 }
 
-int io_archive_next(io_archive* r, const char* extensions, int hidden, io_member* m, ttp_err* e) {
+int io_archive_next(io_archive* r, const char* extensions, int hidden, io_block* block,
+                    io_member* m, ttp_err* e) {
   *m = (io_member){0};
   while (!r->over) {
     struct archive_entry* entry;
@@ -165,7 +205,7 @@ int io_archive_next(io_archive* r, const char* extensions, int hidden, io_member
     memcpy(m->path, r->path, a);
     m->path[a] = '/';
     memcpy(m->path + a + 1, name, n + 1);
-    read_member(r, entry, m, e);
+    read_member(r, entry, block, m, e);
     return 1;
   }
   r->over = 1;
@@ -203,8 +243,9 @@ ttp_status io_archive_open_memory(const uint8_t* bytes, size_t size, const char*
   return absent(path, out, e);
 }
 
-int io_archive_next(io_archive* r, const char* extensions, int hidden, io_member* m, ttp_err* e) {
-  (void)r, (void)extensions, (void)hidden, (void)e;
+int io_archive_next(io_archive* r, const char* extensions, int hidden, io_block* block,
+                    io_member* m, ttp_err* e) {
+  (void)r, (void)extensions, (void)hidden, (void)block, (void)e;
   *m = (io_member){0};
   return 0;
 }

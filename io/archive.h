@@ -13,6 +13,7 @@
 #ifndef TTP_IO_ARCHIVE_H
 #define TTP_IO_ARCHIVE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,19 +35,39 @@ ttp_status io_archive_open(const char* path, size_t max_member, io_archive** out
 ttp_status io_archive_open_memory(const uint8_t* bytes, size_t size, const char* path,
                                   size_t max_member, io_archive** out, ttp_err* e);
 
-/* One member: its path (archive path / member name, malloc'd) and either its bytes (malloc'd,
-   size of them, NUL after them) or, when it could not be read, the one-line error in e. */
+/* Memory that many members' bytes share: one allocation for a batch of small members, freed
+   when the last of them is released. An archive is read on one thread and its members decoded
+   on others: a malloc and a free of each member's bytes on different threads made them queue
+   on the allocator's locks. */
+typedef struct io_block {
+  atomic_int refs;
+  size_t used, cap;
+  uint8_t data[];
+} io_block;
+
+/* A block of cap bytes, one reference (the caller's). NULL when out of memory. */
+io_block* io_block_new(size_t cap);
+void io_block_release(io_block* b); /* drops a reference; accepts NULL */
+
+/* One member: its path (archive path / member name, malloc'd) and either its bytes (size of
+   them, NUL after them: inside block, holding a reference to it, or malloc'd when block is
+   NULL) or, when it could not be read, the one-line error in e. */
 typedef struct io_member {
   char* path;
   uint8_t* bytes;
   size_t size;
+  io_block* block;
 } io_member;
 
-/* The next wanted member (io_member_wanted with extensions and hidden) into *m. Returns 1 (a
-   member: m->bytes NULL means it failed, the reason in e), 0 (the archive's end) or -1 (the
-   archive failed: unreadable, not a tar, corrupt or truncated; the reason in e naming the
-   archive; nothing more comes). */
-int io_archive_next(io_archive* a, const char* extensions, int hidden, io_member* m, ttp_err* e);
+/* Releases m's bytes (its block's reference, or the malloc'd bytes); accepts none. */
+void io_member_free_bytes(io_member* m);
+
+/* The next wanted member (io_member_wanted with extensions and hidden) into *m, its bytes in
+   block where they fit (block may be NULL: malloc'd). Returns 1 (a member: m->bytes NULL means
+   it failed, the reason in e), 0 (the archive's end) or -1 (the archive failed: unreadable,
+   not a tar, corrupt or truncated; the reason in e naming the archive; nothing more comes). */
+int io_archive_next(io_archive* a, const char* extensions, int hidden, io_block* block,
+                    io_member* m, ttp_err* e);
 
 void io_archive_close(io_archive* a); /* accepts NULL */
 

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A batch's block: 64 members of up to 4 KiB each (larger ones are allocated alone). */
+#define BLOCK_BYTES ((size_t)256 << 10)
+
 /* What a helper holds read ahead of one archive's turn, at most. */
 #define JOB_BYTES ((size_t)16 << 20)
 enum { JOB_BATCHES = 64 };
@@ -35,8 +38,10 @@ struct io_feed {
 
 void io_member_batch_free(io_member_batch* b) {
   if (!b) return;
-  for (size_t i = 0; i < b->n; i++)
-    free(b->members[i].path), free(b->members[i].bytes), free(b->errors[i]);
+  for (size_t i = 0; i < b->n; i++) {
+    io_member_free_bytes(&b->members[i]);
+    free(b->members[i].path), free(b->errors[i]);
+  }
   free(b);
 }
 
@@ -49,6 +54,8 @@ static io_member_batch* read_batch(io_feed* f, io_feed_job* j, ttp_err* e) {
     ERR_NOMEM(e, sizeof *b);
     return NULL;
   }
+  /* The batch's small members in one block (archive.h: io_block). */
+  io_block* block = io_block_new(BLOCK_BYTES);
   ttp_err why = {0};
   int rc = 1;
   if (!j->opened) {
@@ -57,7 +64,7 @@ static io_member_batch* read_batch(io_feed* f, io_feed_job* j, ttp_err* e) {
   }
   while (b->n < IO_MEMBER_BATCH) {
     io_member m = {0};
-    if (rc > 0) rc = io_archive_next(j->archive, f->extensions, f->hidden, &m, &why);
+    if (rc > 0) rc = io_archive_next(j->archive, f->extensions, f->hidden, block, &m, &why);
     if (rc == 0) break;
     if (rc < 0 && !(m.path = strdup(j->path))) break;
     char* error = NULL;
@@ -69,6 +76,7 @@ static io_member_batch* read_batch(io_feed* f, io_feed_job* j, ttp_err* e) {
     err_clear(&why);
     if (rc < 0) break; /* the archive's own error ends it */
   }
+  io_block_release(block); /* its members hold it now */
   if (rc <= 0 || b->n < IO_MEMBER_BATCH) { /* over (or out of memory: over too) */
     j->over = 1;
     io_archive_close(j->archive);

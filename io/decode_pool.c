@@ -24,6 +24,7 @@ enum { POOL_TAKE = 4 };
    reading a path. Both fields NULL: a file to read. */
 typedef struct pool_blob {
   uint8_t* bytes;
+  io_block* block; /* where bytes lie (archive.h), or NULL: malloc'd */
   size_t size;
   char* error; /* the one-line message (TTP_ERR_FORMAT) */
 } pool_blob;
@@ -119,7 +120,7 @@ static void* worker(void* arg) {
       else
         out->status = io_load_image(paths[t], &p->options, p->rows, p->cols, px, seconds, &e);
       freed += b->size;
-      free(b->bytes);
+      io_member_free_bytes(&(io_member){.bytes = b->bytes, .block = b->block});
       free(b->error);
       if (out->status != TTP_OK) {
         memset(px, 0, p->pixels);
@@ -224,14 +225,16 @@ ttp_status io_pool_append_members(io_pool* p, io_member* members, char** errors,
   for (size_t i = 0; i < n && s == TTP_OK; i++) {
     const size_t size = members[i].bytes ? members[i].size : 0;
     p->owned[p->known] = members[i].path;
-    p->blobs[p->known] = (pool_blob){members[i].bytes, size, errors[i]};
+    p->blobs[p->known] = (pool_blob){members[i].bytes, members[i].block, size, errors[i]};
     p->blob_bytes += size;
     p->known++;
   }
   if (s == TTP_OK) pthread_cond_broadcast(&p->work); /* once a batch: the workers wake once */
   pthread_mutex_unlock(&p->lock);
-  for (size_t i = 0; i < n && s != TTP_OK; i++)
-    free(members[i].path), free(members[i].bytes), free(errors[i]);
+  for (size_t i = 0; i < n && s != TTP_OK; i++) {
+    io_member_free_bytes(&members[i]);
+    free(members[i].path), free(errors[i]);
+  }
   return s;
 }
 
@@ -504,7 +507,10 @@ void io_pool_close(io_pool* p, double seconds[3]) {
   if (p->owned)
     for (size_t i = 0; i < p->known; i++) free(p->owned[i]);
   if (p->blobs) /* the members no worker took */
-    for (size_t i = p->next; i < p->known; i++) free(p->blobs[i].bytes), free(p->blobs[i].error);
+    for (size_t i = p->next; i < p->known; i++) {
+      io_member_free_bytes(&(io_member){.bytes = p->blobs[i].bytes, .block = p->blobs[i].block});
+      free(p->blobs[i].error);
+    }
   free(p->owned);
   free(p->blobs);
   free(p->chunks);

@@ -408,9 +408,10 @@ static void tar_seeds(void) {
   tar_member(&t, "short.png", '0', rgb.p, rgb.n);
   tar_end(&t);
   save_raw("tar", "members.tar", 0, t.p, t.n);
+  save_raw("tar", "members_block.tar", 4, t.p, t.n);
   buf z = gzipped(&t);
   save_raw("tar", "members.tar.gz", 0, z.p, z.n);
-  save_raw("tar", "truncated.tar", 0, t.p, t.n - 1500);
+  save_raw("tar", "truncated.tar", 4, t.p, t.n - 1500);
   save_raw("tar", "truncated.tar.gz", 0, z.p, z.n / 2);
   free(z.p);
   t.n = 0;
