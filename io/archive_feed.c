@@ -10,8 +10,8 @@
 #define BLOCK_BYTES ((size_t)256 << 10)
 
 /* What a helper holds read ahead of one archive's turn, at most. */
-#define JOB_BYTES ((size_t)16 << 20)
-enum { JOB_BATCHES = 64 };
+#define JOB_BYTES ((size_t)32 << 20)
+enum { JOB_BATCHES = 512 };
 
 enum { JOB_WAITING, JOB_HELPER, JOB_READ, JOB_WALK };
 

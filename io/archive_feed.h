@@ -1,6 +1,6 @@
 /* Tar archives read ahead of their turn (the decode pool's walk, decode_pool.h): a walk that
    finds several archives hands each to this feed as it finds it; helper threads read the
-   waiting ones in the order found, member after member into a bounded queue of batches of
+   waiting ones in the order found, member after member into a bounded queue (32 MiB or 32,768 members) of batches of
    their own, while the walk hands the archive whose turn has come to the pool batch by batch,
    in its order. An archive no helper has started when its turn comes is read by the walk
    itself. One reader of a tar archive reads ~300,000 small members a second (H100 machine):
