@@ -1,10 +1,10 @@
 /* Tar archives read ahead of their turn (the decode pool's walk, decode_pool.h): a walk that
    finds several archives hands each to this feed as it finds it; helper threads read the
-   waiting ones in the order found, member after member into a bounded queue (32 MiB or 32,768 members) of batches of
-   their own, while the walk hands the archive whose turn has come to the pool batch by batch,
-   in its order. An archive no helper has started when its turn comes is read by the walk
-   itself. One reader of a tar archive reads ~300,000 small members a second (H100 machine):
-   several archives at once keep sixteen decoding threads fed. */
+   waiting ones in the order found, member after member, into a bounded queue of their own
+   (32 MiB or 32,768 members), while the walk hands the archive whose turn has come to the pool
+   batch by batch, in its order. An archive no helper has started when its turn comes is read
+   by the walk itself. One reader of a tar archive reads ~300,000 small members a second (H100
+   machine): several archives at once keep sixteen decoding threads fed. */
 #ifndef TTP_IO_ARCHIVE_FEED_H
 #define TTP_IO_ARCHIVE_FEED_H
 
