@@ -50,17 +50,17 @@ extern const ttp_engine cli_engine_ids[];
 /* The engine named `name` (not "auto") into *id; 0 if there is none of that name. */
 int cli_engine_id(const char* name, ttp_engine* id);
 
-/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with default_slots (0: the library's
-   default) unless --slots is given and default_plan unless --plan is; *tta receives the
-   augmentation asked for. Returns
-   CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE, also for
-   settings the library finds out of range, or CLI_EXIT_FATAL). */
 /* --devices: "all" (every GPU this process sees) or D,D,... (up to 8), into devices[0..*count);
    *count 0 when not given. Returns CLI_EXIT_OK or a usage error. */
 int cli_get_devices(const cli_args* a, int* devices, int* count);
 
+/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with default_slots (0: the library's
+   default) unless --slots is given, default_plan unless --plan is and default_device unless
+   --device is; *tta receives the augmentation asked for. Returns
+   CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE, also for
+   settings the library finds out of range, or CLI_EXIT_FATAL). */
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
-                      ttp_pipeline** p, ttp_tta* tta);
+                      int default_device, ttp_pipeline** p, ttp_tta* tta);
 
 /* One line describing the augmentation: "5 copies (copy 0 as it is), shift 2 px, ...". */
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size);

@@ -371,9 +371,11 @@ static int classify_job(const cli_args* a, const cli_job* job) {
   char error[TTP_ERROR_SIZE];
   const char* output = cli_get(a, "output");
   /* The ranks of an MPI job choose the cudnn engine's algorithms by a fixed rule (cuDNN's
-     heuristic, nothing timed), so that every rank computes the same bits; --plan overrides. */
+     heuristic, nothing timed), so that every rank computes the same bits; --plan overrides.
+     Each rank of a machine takes its own GPU in turn, unless --device or --devices says. */
+  const int gpus = job->size > 1 ? ttp_gpu_count() : 0;
   rc = cli_open_pipeline(a, CLASSIFY_SLOTS, job->size > 1 ? TTP_PLAN_HEURISTIC : TTP_PLAN_MEASURE,
-                         &p, &tta);
+                         gpus ? job->local_rank % gpus : 0, &p, &tta);
   if (rc == CLI_EXIT_OK && topk > ttp_model(p)->classes)
     rc = cli_usage_error(a->command, "--topk must be at most %d, the model's classes",
                          ttp_model(p)->classes);

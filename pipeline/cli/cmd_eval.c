@@ -106,7 +106,7 @@ static int run_eval(const cli_args* a) {
   ttp_tta tta;
   eval_data d = {0};
   ttp_result* results = NULL;
-  int rc = cli_open_pipeline(a, 0, TTP_PLAN_MEASURE, &p, &tta);
+  int rc = cli_open_pipeline(a, 0, TTP_PLAN_MEASURE, 0, &p, &tta);
   if (rc == CLI_EXIT_OK) rc = load(a, ttp_model(p), &d);
   if (rc == CLI_EXIT_OK && !(results = malloc(d.count * sizeof *results)))
     rc = cli_fail("out of memory for %zu results", d.count);

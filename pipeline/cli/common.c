@@ -80,13 +80,13 @@ int cli_get_devices(const cli_args* a, int* devices, int* count) {
 }
 
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
-                      ttp_pipeline** p, ttp_tta* tta) {
+                      int default_device, ttp_pipeline** p, ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
   static const char* const precisions[] = {"fp32", "fp16", NULL};
   int engine = 0, precision = 0, wait = 0, plan = (int)default_plan;
   long threads = 0, batch = o.max_batch, slots = default_slots ? default_slots : o.slots;
-  long device = 0;
+  long device = default_device;
   int devices[8], device_count, rc;
   if ((rc = cli_require(a, "model", &o.model_dir)) || (rc = cli_get_choice(a, "engine", cli_engine_names, &engine)) ||
       (rc = cli_get_choice(a, "precision", precisions, &precision)) ||

@@ -12,7 +12,7 @@
 #include <mpi.h>
 
 void cli_job_start(cli_job* job) {
-  *job = (cli_job){0, 1, 0};
+  *job = (cli_job){0, 1, 0, 0};
   /* Open MPI's mpirun, or a PMI/PMIx launcher such as srun. */
   if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK")) return;
   int inited = 0;
@@ -21,6 +21,12 @@ void cli_job_start(cli_job* job) {
   job->mpi = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &job->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &job->size);
+  MPI_Comm local;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, job->rank, MPI_INFO_NULL,
+                          &local) == MPI_SUCCESS) {
+    MPI_Comm_rank(local, &job->local_rank);
+    MPI_Comm_free(&local);
+  }
 }
 
 void cli_job_end(cli_job* job) {
@@ -110,7 +116,7 @@ void cli_job_gather_double(const cli_job* job, double value, double* all) {
 
 #else /* without MPI: always one rank, and classify never gathers (finish_job is for more) */
 
-void cli_job_start(cli_job* job) { *job = (cli_job){0, 1, 0}; }
+void cli_job_start(cli_job* job) { *job = (cli_job){0, 1, 0, 0}; }
 void cli_job_end(cli_job* job) { (void)job; }
 int cli_job_all_ok(const cli_job* job, int ok) {
   (void)job;

@@ -13,6 +13,7 @@
 typedef struct cli_job {
   int rank, size; /* 0 and 1 outside an MPI launch */
   int mpi;        /* MPI_Init was called */
+  int local_rank; /* the rank among those of its machine (0 outside MPI): its GPU by default */
 } cli_job;
 
 /* Starts MPI when the process was launched by mpirun or srun (their environment says so). */
