@@ -169,9 +169,12 @@ static void rows_like_close(rows_like* x) {
 }
 
 /* --resume: FILE's whole rows stay (a torn last row, from a run that was killed, is cut off),
-   FILE is cut to them, and *done receives their number, after checking that they are the rows of
-   the first files of `paths` (the same list, the same options). A FILE that does not exist or
-   is empty: nothing done. */
+   FILE is cut to them, and *done receives the number of entries of `paths` they finish, after
+   checking that they are the rows of the list's first entries (the same list, the same
+   options). A file's entry is its row; a tar archive's is the rows of its members (paths
+   ARCHIVE/MEMBER) or its error row: an archive is finished once a later entry's row follows,
+   so the rows of the last archive in FILE are cut off too and that archive classified again.
+   A FILE that does not exist or is empty: nothing done. */
 static int resume_from(const char* output, ttp_pipeline* p, ttp_format format, int topk,
                        int probs, const char* const* paths, size_t count, size_t* done,
                        int* header_written) {
@@ -196,17 +199,39 @@ static int resume_from(const char* output, ttp_pipeline* p, ttp_format format, i
   /* The part of an error row after its path, the same for every path. */
   if (rc == CLI_EXIT_OK && rows_like_row(&like, "") != 0) rc = cli_fail("out of memory");
   const size_t suffix = like.len - (csv ? 0 : strlen("{\"path\":\"\""));
+  size_t archive_at = 0, row = 0; /* where the rows of the archive being matched begin */
+  int in_archive = 0;
   while (rc == CLI_EXIT_OK && at < n) {
     const size_t end = cli_row_end(text, n, at, csv);
     if (!end) break; /* torn: cut off */
     const int made = *done < count && rows_like_row(&like, paths[*done]) == 0;
-    const size_t prefix = made ? like.len - suffix : 0;
-    if (!made || end - at < prefix || memcmp(text + at, like.text, prefix) != 0)
-      rc = cli_fail("%s: row %zu is not that of file %zu of this list (%s): resume with the same "
-                    "paths and options", output, *done + 1, *done + 1,
+    const size_t prefix = made ? like.len - suffix : 0, left = end - at;
+    const int archive =
+        made && cli_archive_key(paths[*done], strlen(paths[*done])) == strlen(paths[*done]);
+    int mine = made && left >= prefix && memcmp(text + at, like.text, prefix) == 0;
+    if (archive) {
+      /* The archive's error row (its path, then the row's next field), or a member's row (its
+         path, a slash, the member's name: before the closing quote when the path is quoted). */
+      const int quoted = prefix > 0 && like.text[prefix - 1] == '"';
+      const size_t bare = prefix - (size_t)quoted;
+      mine = (mine && (quoted || (left > prefix && text[at + prefix] == ','))) ||
+             (made && left > bare && memcmp(text + at, like.text, bare) == 0 &&
+              text[at + bare] == '/');
+      if (!mine) { /* a later entry's row: the archive is finished */
+        ++*done, in_archive = 0;
+        continue;
+      }
+      if (!in_archive) archive_at = at, in_archive = 1;
+      at = end, row++;
+      continue;
+    }
+    if (!mine)
+      rc = cli_fail("%s: row %zu is not that of entry %zu of this list (%s): resume with the "
+                    "same paths and options", output, row + 1, *done + 1,
                     *done < count ? paths[*done] : "the list is shorter");
-    if (rc == CLI_EXIT_OK) ++*done, at = end;
+    if (rc == CLI_EXIT_OK) ++*done, at = end, row++;
   }
+  if (rc == CLI_EXIT_OK && in_archive) at = archive_at; /* it may not be finished: again */
   rows_like_close(&like);
   free(text);
   if (rc == CLI_EXIT_OK && truncate(output, (off_t)at) != 0)
@@ -356,9 +381,6 @@ static int classify_job(const cli_args* a, const cli_job* job) {
                     list.paths[i]);
     if (!shards || (long)(i % (size_t)shards) == shard) paths[count++] = list.paths[i];
   }
-  if (rc == CLI_EXIT_OK && resume && archives)
-    rc = cli_usage_error(a->command, "--resume takes image files, not tar archives: split the "
-                         "archives with --shard I/N and run again the shards that did not finish");
   if (rc != CLI_EXIT_OK) {
     free(paths);
     ttp_file_list_free(&list);
@@ -396,8 +418,9 @@ static int classify_job(const cli_args* a, const cli_job* job) {
           p, out, fmt, (int)topk, cli_flag(a, "probs"), &writer, error, sizeof error) != TTP_OK)
     rc = cli_fail("%s", error);
   if (rc == CLI_EXIT_OK && resume && !cli_flag(a, "quiet"))
-    fprintf(stderr, "ttapipe: %s holds the rows of %zu of %zu files: classifying the other %zu\n",
-            output, done, count, count - done);
+    fprintf(stderr, "ttapipe: %s holds the rows of %zu of %zu %s: classifying the other %zu\n",
+            output, done, count, archives ? "entries (a tar archive is one)" : "files",
+            count - done);
   ttp_bulk_stats stats = {.struct_size = sizeof stats};
   int quiet = cli_flag(a, "quiet");
   if (rc == CLI_EXIT_OK) {

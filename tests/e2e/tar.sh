@@ -8,8 +8,9 @@
 #   - --shard I/N splits by archive and merge deals the shards' outputs back (CSV, JSON Lines);
 #     mpirun -n 2 (where built with MPI) writes the same bytes;
 #   - a corrupt member, a truncated archive and a file that is not an archive are error rows,
-#     the other rows unchanged, exit status 3; --resume over archives, and a directory named
-#     like an archive under --shard, are refused.
+#     the other rows unchanged, exit status 3; outputs cut anywhere and resumed (--resume: the
+#     last archive begun classified again) equal the whole run (CSV, JSON Lines); another list
+#     and a directory named like an archive under --shard are refused.
 # Exits 77 (skipped) when this ttapipe was built without libarchive.
 # Usage: tar.sh TTAPIPE TTP_FIXTURE TTP_EXPORT MODEL_DIR [full|small]
 set -u
@@ -113,13 +114,25 @@ grep -q "^[^,]*/bad/c.tar,\"\{0,1\}not a readable tar archive" "$work/bad.csv" |
 grep '/bad/a.tar/[0-9]' "$work/bad.csv" | sed 's|^[^,]*/||' >"$work/bad.rows"
 grep 'shard-000000.tar/' "$work/tar.csv" | sed 's|^[^,]*/||' >"$work/good.rows"
 same "$work/bad.rows" "$work/good.rows" "the good members of a bad archive"
-run --resume -o "$work/tar.csv" "$work/shards" 2>"$work/err"
-[ $? -eq 2 ] || fail "--resume over archives"
-grep -q "not tar archives" "$work/err" || fail "resume: $(cat "$work/err")"
+# Resumed from outputs cut anywhere (inside an archive's rows, at a row's end, inside the
+# header, after the last row): the last archive begun is classified again, the rest kept.
+full=$(stat -c %s "$work/tar.csv")
+for cut in $((RANDOM * 32768 % full)) $((RANDOM % full)) $(head -n 77 "$work/tar.csv" | wc -c) 9 $full; do
+  head -c "$cut" "$work/tar.csv" >"$work/cut.csv"
+  run --resume -o "$work/cut.csv" "$work/shards" 2>"$work/err" || fail "resume after $cut bytes: $(cat "$work/err")"
+  same "$work/cut.csv" "$work/tar.csv" "archives: cut after $cut of $full bytes, then resumed"
+done
+fullj=$(stat -c %s "$work/tar.jsonl")
+head -c $((RANDOM * 32768 % fullj)) "$work/tar.jsonl" >"$work/cut.jsonl"
+run --format jsonl --probs --resume -o "$work/cut.jsonl" "$work/shards" || fail "resume jsonl"
+same "$work/cut.jsonl" "$work/tar.jsonl" "archives: JSON Lines cut, then resumed"
+head -c $((full / 2)) "$work/tar.csv" >"$work/cut.csv"
+run --resume -o "$work/cut.csv" "$work/set" 2>"$work/err" && fail "resumed with another list"
+grep -q "resume with the same paths" "$work/err" || fail "another list: $(cat "$work/err")"
 mkdir "$work/dir.tar" && cp "$work"/set/0000*.png "$work/dir.tar/"
 run --shard 0/2 "$work/dir.tar" >/dev/null 2>"$work/err" && fail "a directory named x.tar sharded"
 grep -q "named like a tar archive" "$work/err" || fail "dir.tar: $(cat "$work/err")"
-echo "tar: bad members and archives are error rows; resume and look-alike directories refused"
+echo "tar: bad members and archives are error rows; resumed outputs equal the whole run; look-alike directories refused"
 
 # One archive of more members than the decode pool holds ahead (the CPU engine's 256-image
 # chunks, 9 of them): its reading waits for the workers, and every member still comes, in order.
