@@ -289,6 +289,32 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
   return stream_run(&p->stream, images, count, results, probabilities, &p->err);
 }
 
+ttp_status ttp_inspect_copies(ttp_pipeline* p, const uint8_t* image, uint8_t* pixels,
+                              float* probabilities) {
+  if (!p) return TTP_ERR_INVALID_ARGUMENT;
+  err_clear(&p->err);
+  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  if (!image || !probabilities)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT,
+               "ttp_inspect_copies: an image and the probabilities are required");
+  const model* m = p->model;
+  const size_t n = model_shape_size(m->input), copies = (size_t)p->spec.copies;
+  float* inputs = pixels ? malloc(copies * n * sizeof *inputs) : NULL;
+  if (pixels && !inputs) return ERR_NOMEM(&p->err, copies * n * sizeof *inputs);
+  engine_config c = config_of(p);
+  ttp_status s = cpu_engine_copies(m, &c, image, inputs, probabilities, &p->err);
+  const size_t plane = (size_t)m->input.h * m->input.w;
+  for (size_t i = 0; s == TTP_OK && pixels && i < copies * n; i++) {
+    const int ch = (int)(i % n / plane);
+    float v = inputs[i];
+    if (p->spec.scaled) v = v * p->spec.std[ch] + p->spec.mean[ch]; /* undo the scaling */
+    v = v * 255.0f + 0.5f;
+    pixels[i] = !(v > 0) ? 0 : v >= 255 ? 255 : (uint8_t)v;
+  }
+  free(inputs);
+  return s;
+}
+
 /* ---- device inputs -------------------------------------------------------------------------- */
 
 ttp_status ttp_classify_device(ttp_pipeline* p, const uint8_t* images, size_t count,

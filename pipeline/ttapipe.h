@@ -374,6 +374,19 @@ typedef struct ttp_result {
 ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
                         float* probabilities);
 
+/* What test-time augmentation does to one image, for reports and for looking: its copies as
+   the network sees them and each copy's own prediction. image: as ttp_classify takes one.
+   pixels: NULL, or copies x input_channels x input_rows x input_cols bytes, written with each
+   copy as an image (its values before the input scaling, x 255, rounded and clamped to
+   0..255: the copies of ttp_classify bit for bit before that rounding). probabilities: copies x
+   classes floats, written with each copy's softmax output, in the order merged. copies is the
+   pipeline's TTA copies (ttp_tta.copies). The copies go through the CPU reference engine
+   whatever engine the pipeline runs (its probabilities are within that engine's tolerance of
+   the reference, "Engines"), one copy at a time: meant for a few images (about 0.1 ms a copy
+   for LeNet). Returns TTP_OK, TTP_ERR_INVALID_ARGUMENT, TTP_ERR_OUT_OF_MEMORY. */
+ttp_status ttp_inspect_copies(ttp_pipeline* p, const uint8_t* image, uint8_t* pixels,
+                              float* probabilities);
+
 /* ---- Streaming batches ---------------------------------------------------------------------- *
  * The streaming core ttp_classify runs on, for callers who produce images a batch at a time and
  * want the GPU busy all along from one thread, without building one huge array: ttp_submit

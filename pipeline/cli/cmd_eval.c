@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "report.h"
 
 static const cli_option eval_options[] = {
     CLI_PIPELINE_OPTIONS,
@@ -10,6 +11,9 @@ static const cli_option eval_options[] = {
     {"labels", "FILE", "IDX label file, plain or .gz (required)"},
     {"offset", "N", "skip the first N images (default 0)"},
     {"limit", "N", "evaluate at most N images (default: all)"},
+    {"report", "FILE", "also write an HTML report to FILE: the summary, the confusion matrix, "
+                       "per-class accuracy, the mistakes and the least certain images, and "
+                       "what augmentation does to a few of them"},
     {NULL, NULL, NULL},
 };
 
@@ -54,8 +58,8 @@ static int load(const cli_args* a, const ttp_model_info* m, eval_data* d) {
   return CLI_EXIT_OK;
 }
 
-static void report(const cli_args* a, ttp_pipeline* p, const ttp_tta* tta, const eval_data* d,
-                   const ttp_result* results, double seconds) {
+static void print_summary(const cli_args* a, ttp_pipeline* p, const ttp_tta* tta, const eval_data* d,
+                          const ttp_result* results, double seconds) {
   const ttp_model_info* m = ttp_model(p);
   int classes = m->classes;
   size_t* confusion = calloc((size_t)classes * classes, sizeof *confusion);
@@ -101,6 +105,203 @@ static void report(const cli_args* a, ttp_pipeline* p, const ttp_tta* tta, const
   free(confusion);
 }
 
+/* ---- the HTML report ---------------------------------------------------------------------- */
+
+enum { REPORT_THUMBS = 24, REPORT_SCALE = 3, REPORT_INSPECT = 3 };
+
+static const float* probs_of(const float* probs, size_t i, int classes) {
+  return probs + i * (size_t)classes;
+}
+
+/* The indices of the `most` images with the largest key[i] (wrong only: the mistakes), best
+   first; returns how many. */
+static size_t top_images(const double* key, const int* wanted, size_t n, size_t* out,
+                         size_t most) {
+  size_t count = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (wanted && !wanted[i]) continue;
+    size_t at = count < most ? count++ : most;
+    if (at == most && !(key[i] > key[out[most - 1]])) continue;
+    if (at == most) at = most - 1;
+    while (at > 0 && key[i] > key[out[at - 1]]) out[at] = out[at - 1], at--;
+    out[at] = i;
+  }
+  return count;
+}
+
+/* "3 0.912, 8 0.051, 5 0.020": the top three classes of a probability vector. */
+static void top3(ttp_pipeline* p, const float* v, int classes, char* buf, size_t size) {
+  int best[3] = {-1, -1, -1};
+  for (int k = 0; k < classes; k++)
+    for (int j = 0; j < 3; j++)
+      if (best[j] < 0 || v[k] > v[best[j]]) {
+        for (int m = 2; m > j; m--) best[m] = best[m - 1];
+        best[j] = k;
+        break;
+      }
+  size_t n = 0;
+  for (int j = 0; j < 3 && best[j] >= 0 && n < size; j++)
+    n += (size_t)snprintf(buf + n, size - n, "%s%s %.3f", j ? ", " : "",
+                          ttp_class_label(p, best[j]), v[best[j]]);
+}
+
+static void thumbs(report* r, ttp_pipeline* p, const eval_data* d, const ttp_result* results,
+                   const float* probs, const size_t* chosen, size_t n, int show_spread) {
+  const ttp_model_info* m = ttp_model(p);
+  const size_t pixels = (size_t)m->input_channels * m->input_rows * m->input_cols;
+  report_html(r, "<div class=\"thumbs\">\n");
+  for (size_t t = 0; t < n; t++) {
+    const size_t i = chosen[t];
+    const int truth = d->labels[d->first + i], guess = results[i].class_index;
+    char top[160], alt[64];
+    top3(p, probs_of(probs, i, m->classes), m->classes, top, sizeof top);
+    snprintf(alt, sizeof alt, "image %zu", d->first + i);
+    report_html(r, "<figure class=\"thumb\">");
+    report_image(r, d->images.pixels + (d->first + i) * pixels, m->input_channels,
+                 m->input_rows, m->input_cols, REPORT_SCALE, alt);
+    report_html(r, "<figcaption>#%zu: true ", d->first + i);
+    report_text(r, ttp_class_label(p, truth));
+    report_html(r, ", <span class=\"%s\">predicted ", truth == guess ? "" : "wrong");
+    report_text(r, ttp_class_label(p, guess));
+    report_html(r, "</span>");
+    if (show_spread) report_html(r, ", spread %.3f", results[i].spread);
+    report_html(r, "<br>top 3: ");
+    report_text(r, top);
+    report_html(r, "</figcaption></figure>\n");
+  }
+  if (!n) report_html(r, "<p>None.</p>\n");
+  report_html(r, "</div>\n");
+}
+
+/* One image beside its augmented copies, each with its own prediction (ttp_inspect_copies). */
+static int copies_row(report* r, ttp_pipeline* p, int copies, const eval_data* d,
+                      const ttp_result* results, size_t i, const char* why) {
+  const ttp_model_info* m = ttp_model(p);
+  const size_t pixels = (size_t)m->input_channels * m->input_rows * m->input_cols;
+  const int classes = m->classes;
+  uint8_t* images = malloc((size_t)copies * pixels);
+  float* probs = malloc((size_t)copies * classes * sizeof *probs);
+  const uint8_t* image = d->images.pixels + (d->first + i) * pixels;
+  int rc = images && probs ? 0 : cli_fail("out of memory");
+  if (!rc && ttp_inspect_copies(p, image, images, probs) != TTP_OK)
+    rc = cli_fail("%s", ttp_last_error(p));
+  if (!rc) {
+    report_html(r, "<p>#%zu (%s): true ", d->first + i, why);
+    report_text(r, ttp_class_label(p, d->labels[d->first + i]));
+    report_html(r, ", merged: ");
+    report_text(r, ttp_class_label(p, results[i].class_index));
+    report_html(r, " %.3f, spread %.3f</p>\n<div class=\"copies\">", results[i].probability,
+                results[i].spread);
+    for (int c = 0; c < copies; c++) {
+      const float* v = probs + (size_t)c * classes;
+      int best = 0;
+      for (int k = 1; k < classes; k++)
+        if (v[k] > v[best]) best = k;
+      char alt[64];
+      snprintf(alt, sizeof alt, "copy %d of image %zu", c, d->first + i);
+      report_html(r, "<figure class=\"thumb\" style=\"width:90px\">");
+      report_image(r, images + (size_t)c * pixels, m->input_channels, m->input_rows,
+                   m->input_cols, REPORT_SCALE, alt);
+      report_html(r, "<figcaption>copy %d%s: ", c, c == 0 ? " (as it is)" : "");
+      report_text(r, ttp_class_label(p, best));
+      report_html(r, " %.3f</figcaption></figure>", v[best]);
+    }
+    report_html(r, "</div>\n");
+  }
+  free(images), free(probs);
+  return rc;
+}
+
+static int write_report(const char* path, const cli_args* a, ttp_pipeline* p,
+                        const ttp_tta* tta, const eval_data* d, const ttp_result* results,
+                        const float* probs, double seconds) {
+  const ttp_model_info* m = ttp_model(p);
+  const int classes = m->classes;
+  report r;
+  if (report_open(&r, path, "ttapipe eval") != 0) return CLI_EXIT_FATAL;
+  size_t* confusion = calloc((size_t)classes * classes, sizeof *confusion);
+  double* key = malloc(d->count * sizeof *key);
+  int* wrong = malloc(d->count * sizeof *wrong);
+  const char** labels = malloc((size_t)classes * sizeof *labels);
+  size_t chosen[REPORT_THUMBS], correct = 0;
+  int rc = confusion && key && wrong && labels ? CLI_EXIT_OK : cli_fail("out of memory");
+  for (size_t i = 0; rc == CLI_EXIT_OK && i < d->count; i++) {
+    const int truth = d->labels[d->first + i], guess = results[i].class_index;
+    confusion[(size_t)truth * classes + guess]++;
+    wrong[i] = truth != guess;
+    correct += !wrong[i];
+  }
+  for (int k = 0; rc == CLI_EXIT_OK && k < classes; k++) labels[k] = ttp_class_label(p, k);
+  if (rc == CLI_EXIT_OK) {
+    char augmentation[256];
+    cli_describe_tta(tta, augmentation, sizeof augmentation);
+    report_html(&r, "<section id=\"summary\"><h2>Summary</h2><table>\n<tr><th class=\"l\">model"
+                    "</th><td class=\"l\">");
+    report_text(&r, cli_get(a, "model"));
+    report_html(&r, " (%d layers, %lld parameters)</td></tr>\n<tr><th class=\"l\">images</th>"
+                    "<td class=\"l\">", m->layers, m->parameters);
+    report_text(&r, cli_get(a, "images"));
+    report_html(&r, ": %zu to %zu of %zu</td></tr>\n<tr><th class=\"l\">augmentation</th>"
+                    "<td class=\"l\">", d->first, d->first + d->count - 1, d->images.count);
+    report_text(&r, augmentation);
+    report_html(&r, "</td></tr>\n<tr><th class=\"l\">engine</th><td class=\"l\">");
+    report_text(&r, ttp_engine_description(p));
+    report_html(&r, "</td></tr>\n<tr><th class=\"l\">accuracy</th><td class=\"l\"><b>%.2f%%</b>"
+                    " (%zu of %zu)</td></tr>\n<tr><th class=\"l\">time</th><td class=\"l\">%.3f s,"
+                    " %.0f images/s</td></tr>\n</table></section>\n", 100.0 * correct / d->count,
+                correct, d->count, seconds, d->count / seconds);
+
+    report_html(&r, "<section id=\"confusion\"><h2>Confusion matrix</h2><p>Rows: the true "
+                    "class; columns: the predicted class; each cell shaded by its share of its "
+                    "row.</p>\n");
+    report_heatmap(&r, confusion, classes, labels);
+    report_html(&r, "</section>\n<section id=\"classes\"><h2>Accuracy per class</h2><table>\n"
+                    "<tr><th class=\"l\">class</th><th>images</th><th>correct</th>"
+                    "<th>accuracy</th><th class=\"l\"></th></tr>\n");
+    for (int k = 0; k < classes; k++) {
+      size_t n = 0;
+      for (int j = 0; j < classes; j++) n += confusion[(size_t)k * classes + j];
+      const size_t ok = confusion[(size_t)k * classes + k];
+      const double share = n ? (double)ok / (double)n : 0;
+      report_html(&r, "<tr><td class=\"l\">%d ", k);
+      report_text(&r, labels[k]);
+      report_html(&r, "</td><td>%zu</td><td>%zu</td><td>%s%.2f%%</td><td class=\"l\"><span "
+                      "class=\"bar\" style=\"width:%dpx\"></span></td></tr>\n", n, ok,
+                  n ? "" : "- ", 100.0 * share, (int)(200 * share));
+    }
+    report_html(&r, "</table></section>\n");
+
+    for (size_t i = 0; i < d->count; i++) key[i] = results[i].probability;
+    const size_t mistakes = top_images(key, wrong, d->count, chosen, REPORT_THUMBS);
+    report_html(&r, "<section id=\"mistakes\"><h2>The most confident mistakes</h2><p>The "
+                    "%zu wrong answers given with the highest merged probability (of %zu "
+                    "mistakes).</p>\n", mistakes, d->count - correct);
+    thumbs(&r, p, d, results, probs, chosen, mistakes, 0);
+    const size_t first_mistake = mistakes ? chosen[0] : 0;
+
+    for (size_t i = 0; i < d->count; i++) key[i] = results[i].spread;
+    const size_t unsure = top_images(key, NULL, d->count, chosen, REPORT_THUMBS);
+    report_html(&r, "</section>\n<section id=\"uncertain\"><h2>The least certain images</h2>"
+                    "<p>The largest spread: the standard deviation of the winning class's "
+                    "probability across the augmented copies (0 without augmentation).</p>\n");
+    thumbs(&r, p, d, results, probs, chosen, unsure, 1);
+
+    report_html(&r, "</section>\n<section id=\"copies\"><h2>What augmentation does</h2><p>"
+                    "Each image beside its %d copies as the network sees them, and each copy's "
+                    "own prediction; the merged answer combines them.</p>\n", tta->copies);
+    const size_t pick[REPORT_INSPECT] = {first_mistake, unsure ? chosen[0] : 0, 0};
+    const char* const why[REPORT_INSPECT] = {mistakes ? "the most confident mistake"
+                                                      : "the first image",
+                                             "the least certain", "the first image"};
+    for (int k = 0; k < REPORT_INSPECT && rc == CLI_EXIT_OK; k++)
+      rc = copies_row(&r, p, tta->copies, d, results, pick[k], why[k]);
+    report_html(&r, "</section>\n");
+  }
+  free(confusion), free(key), free(wrong), free(labels);
+  if (report_close(&r) != 0 && rc == CLI_EXIT_OK) rc = CLI_EXIT_FATAL;
+  return rc;
+}
+
 static int run_eval(const cli_args* a) {
   ttp_pipeline* p = NULL;
   ttp_tta tta;
@@ -110,14 +311,25 @@ static int run_eval(const cli_args* a) {
   if (rc == CLI_EXIT_OK) rc = load(a, ttp_model(p), &d);
   if (rc == CLI_EXIT_OK && !(results = malloc(d.count * sizeof *results)))
     rc = cli_fail("out of memory for %zu results", d.count);
+  /* The report wants every image's merged probabilities too. */
+  const char* report_path = cli_get(a, "report");
+  float* probs = NULL;
+  if (rc == CLI_EXIT_OK && report_path &&
+      !(probs = malloc(d.count * (size_t)ttp_model(p)->classes * sizeof *probs)))
+    rc = cli_fail("out of memory for %zu images' probabilities", d.count);
   if (rc == CLI_EXIT_OK) {
     size_t pixels = (size_t)d.images.channels * d.images.rows * d.images.cols;
     double start = cli_now();
-    if (ttp_classify(p, d.images.pixels + d.first * pixels, d.count, results, NULL) != TTP_OK)
+    if (ttp_classify(p, d.images.pixels + d.first * pixels, d.count, results, probs) != TTP_OK) {
       rc = cli_fail("%s", ttp_last_error(p));
-    else
-      report(a, p, &tta, &d, results, cli_now() - start);
+    } else {
+      const double seconds = cli_now() - start;
+      print_summary(a, p, &tta, &d, results, seconds);
+      if (report_path)
+        rc = write_report(report_path, a, p, &tta, &d, results, probs, seconds);
+    }
   }
+  free(probs);
   free(results);
   ttp_free(d.images.pixels);
   ttp_free(d.labels);

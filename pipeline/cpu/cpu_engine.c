@@ -232,6 +232,24 @@ static ttp_status cpu_engine_run(void* state, const uint8_t* images, size_t coun
   return TTP_OK;
 }
 
+ttp_status cpu_engine_copies(const model* m, const engine_config* c, const uint8_t* image,
+                             float* inputs, float* probs, ttp_err* e) {
+  engine_config one = *c;
+  one.threads = 1;
+  void* state;
+  TRY(cpu_engine_open(m, &one, &state, e));
+  cpu_engine* eng = state;
+  const size_t pixels = model_shape_size(m->input);
+  const uint64_t key = aug_image_key(image, pixels);
+  for (int k = 0; k < eng->spec.copies; k++) {
+    float* in = inputs ? inputs + (size_t)k * pixels : eng->workers[0].b;
+    aug_make_copy(&eng->spec, key, k, image, m->input.c, m->input.h, m->input.w, in);
+    cpu_engine_forward(eng, 0, in, probs + (size_t)k * m->classes);
+  }
+  cpu_engine_close(eng);
+  return TTP_OK;
+}
+
 static const char* cpu_engine_describe(void* state) {
   return ((cpu_engine*)state)->description;
 }

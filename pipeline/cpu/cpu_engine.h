@@ -25,4 +25,10 @@ int cpu_engine_supports(const model_layer* l, const engine_config* c, char* why,
 ttp_status cpu_engine_run_layer(const model_layer* l, int n, const engine_config* c, int use_graph,
                                 const float* in, float* out, size_t guard, ttp_err* e);
 
+/* ttp_inspect_copies: image's c->spec.copies copies one by one through the reference: inputs
+   (NULL, or copies x the model's input floats: each copy as the network sees it) and probs
+   (copies x classes floats: each copy's softmax). Opens its own one-thread engine. */
+ttp_status cpu_engine_copies(const model* m, const engine_config* c, const uint8_t* image,
+                             float* inputs, float* probs, ttp_err* e);
+
 #endif
