@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "job.h"
+#include "report.h"
 #include "rows.h"
 
 static const cli_option classify_options[] = {
@@ -31,6 +32,8 @@ static const cli_option classify_options[] = {
                      "Slurm's job array task, when set); ttapipe merge joins the N outputs"},
     {"no-slurm-shard", NULL, "classify every file also inside a Slurm job array"},
     {"resume", NULL, "with -o FILE: keep FILE's whole rows, skip their files, append the rest"},
+    {"report", "FILE", "also write an HTML report to FILE: files per class and status, the "
+                       "failed files, the least certain images"},
     {NULL, NULL, NULL},
 };
 
@@ -38,6 +41,7 @@ static const char* const classify_aliases[] = {"-o", "output", "-0", "null", NUL
 
 typedef struct progress {
   ttp_writer* writer;
+  files_report* report; /* --report: gathered row by row, or NULL */
   size_t total, done, failed;
   int show;           /* a progress line: stderr is a terminal and not --quiet */
   int write_failed;
@@ -50,6 +54,7 @@ static void on_file(void* user, size_t index, const char* path, const ttp_result
   progress* pr = user;
   if (ttp_writer_write(pr->writer, path, result, probabilities, error) != TTP_OK)
     pr->write_failed = 1;
+  if (pr->report) files_report_add(pr->report, path, result, error);
   pr->done++;
   pr->failed += error != NULL;
   double t = cli_now();
@@ -355,6 +360,9 @@ static int classify_job(const cli_args* a, const cli_job* job) {
     return rc;
   if (resume && !cli_get(a, "output"))
     return cli_usage_error(a->command, "--resume needs -o FILE: the output it resumes");
+  if (job->size > 1 && cli_get(a, "report"))
+    return cli_usage_error(a->command, "--report is for one process: under mpirun each rank "
+                           "sees its own files only");
   const int listed = cli_get(a, "files-from") || shards || resume;
   ttp_file_list list = {0};
   ttp_list_options lo;
@@ -423,9 +431,13 @@ static int classify_job(const cli_args* a, const cli_job* job) {
             count - done);
   ttp_bulk_stats stats = {.struct_size = sizeof stats};
   int quiet = cli_flag(a, "quiet");
+  const char* report_path = cli_get(a, "report");
+  files_report* report = NULL;
+  if (rc == CLI_EXIT_OK && report_path && !(report = files_report_new(ttp_model(p)->classes)))
+    rc = cli_fail("out of memory");
   if (rc == CLI_EXIT_OK) {
-    progress pr = {writer, archives ? 0 : count - done, 0, 0, isatty(2) && !quiet && job->rank == 0, 0,
-                   cli_now(), 0};
+    progress pr = {writer, report, archives ? 0 : count - done, 0, 0,
+                   isatty(2) && !quiet && job->rank == 0, 0, cli_now(), 0};
     caught_signal = 0;
     catch_stop_signals(p);
     /* Directories alone: walked while their first files are classified. */
@@ -456,6 +468,18 @@ static int classify_job(const cli_args* a, const cli_job* job) {
   if (out != stdout && out && fclose(out) != 0 && rc == CLI_EXIT_OK)
     rc = cli_fail("%s: writing the results failed: %s", output, strerror(errno));
   const int stopped = caught_signal && rc == 128 + caught_signal; /* the files done: a summary too */
+  if (report && (rc == CLI_EXIT_OK || stopped)) { /* what was classified, these inputs named */
+    char inputs[1024] = "";
+    size_t n = 0;
+    for (int i = 0; i < a->positional_count && n < sizeof inputs; i++)
+      n += (size_t)snprintf(inputs + n, sizeof inputs - n, "%s%s", i ? " " : "", a->positional[i]);
+    if (cli_get(a, "files-from") && n < sizeof inputs)
+      snprintf(inputs + n, sizeof inputs - n, "%sthe files listed in %s", n ? ", " : "",
+               cli_get(a, "files-from"));
+    const int written = files_report_write(report, report_path, p, &io, &stats, inputs);
+    if (written != CLI_EXIT_OK && rc == CLI_EXIT_OK) rc = written;
+  }
+  files_report_free(report);
   if (job->size > 1) {
     rc = finish_job(a, job, rc, mem, mem_n, &stats);
   } else {

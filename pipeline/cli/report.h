@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ttapipe.h"
+
 typedef struct report {
   FILE* f;
   const char* path;
@@ -43,6 +45,18 @@ void report_heatmap(report* r, const size_t* counts, int n, const char* const* l
    (report_png.c: stb_image_write). Returns nonzero on success. */
 int report_png(void (*sink)(void* context, void* data, int size), void* context, int w, int h,
                int channels, const uint8_t* pixels);
+
+/* classify --report (report_files.c): rows gathered from the callback, the page at the end. */
+typedef struct files_report files_report;
+files_report* files_report_new(int classes); /* NULL when out of memory */
+void files_report_add(files_report* r, const char* path, const ttp_result* result,
+                      const char* error);
+/* The page at path: the run's summary (st, the engine, inputs: what was classified), files
+   per class and per status, the failed files (the first 100), the 24 least certain images
+   (reloaded with io). Returns CLI_EXIT_OK or CLI_EXIT_FATAL after printing why. */
+int files_report_write(files_report* r, const char* path, ttp_pipeline* p,
+                       const ttp_image_options* io, const ttp_bulk_stats* st, const char* inputs);
+void files_report_free(files_report* r); /* accepts NULL */
 
 /* Ends the page. Returns 0, or -1 after printing why (a failed write). */
 int report_close(report* r);

@@ -10,10 +10,12 @@
 #     that is not UTF-8, with
 #     labels holding markup, show as text: the page has no element but the report's own, and
 #     its one script.
+#   - classify --report over 61 PNG files and a broken one named with markup: every section, the
+#     failure listed, 24 least certain images decoded, the name shown as text.
 # Exits 77 (skipped) without chromium.
-# Usage: report.sh TTAPIPE TTP_FIXTURE MODEL_DIR
+# Usage: report.sh TTAPIPE TTP_FIXTURE TTP_EXPORT MODEL_DIR
 set -u
-ttapipe=$1 fixture=$2 model=$3
+ttapipe=$1 fixture=$2 export_tool=$3 model=$4
 browser=$(command -v chromium || command -v chromium-browser) || { echo "skipped: no chromium"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/ttapipe-report-XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -62,5 +64,26 @@ images=$(grep -o "<img " "$work/r.html" | wc -l)
 grep -q '&lt;b&gt;zero&lt;/b&gt;' "$work/dom.html" || fail "a label not shown as text"
 grep -q 'm&lt;script&gt;alert(1)&lt;img src=x onerror=alert(2)&gt;"q'"'"'�' "$work/dom.html" ||
   fail "the model's name not shown as text: $(grep -o 'm&lt;script[^<]*' "$work/dom.html" | head -1)"
+
+# classify --report over 61 PNG files and one broken file whose name holds markup, quotes and a
+# byte that is not UTF-8: the failure listed with its name shown as text.
+"$fixture" images "$work/img2" 61 28 28 41 && "$fixture" labels "$work/lab2" 61 10 41 &&
+  "$export_tool" "$work/img2" "$work/lab2" "$work/files" >/dev/null || { echo "FAIL: the files"; exit 1; }
+printf 'not an image' >"$work/files/<b>broken\"q'$(printf '\xfe')<script>alert(5)<img src=y onerror=alert(6)>.png"
+"$ttapipe" classify --model "$evil" --engine cpu --threads 2 --tta 5 --quiet -o /dev/null \
+  --report "$work/c.html" "$work/files"
+[ $? -eq 3 ] || fail "classify --report: not exit 3 (one file failed)"
+render --virtual-time-budget=5000 --dump-dom "file://$work/c.html" >"$work/dom.html"
+for id in summary classes status failed uncertain; do
+  [ "$(count "<section id=\"$id\"")" -eq 1 ] || fail "classify: no section $id"
+done
+[ "$(count 'class="failure"')" -eq 1 ] || fail "classify: $(count 'class="failure"') failures listed"
+cimages=$(grep -o "<img " "$work/c.html" | wc -l)
+[ "$cimages" -eq 24 ] || fail "classify: $cimages images, not 24"
+[ "$(count 'data-decoded="84"')" -eq "$cimages" ] || fail "classify: images not decoded"
+[ "$(count '<script')" -eq 1 ] && [ "$(count '<img ')" -eq "$cimages" ] &&
+  [ "$(count '<b>broken')" -eq 0 ] || fail "classify: a file name became markup"
+grep -q '&lt;b&gt;broken"q'"'"'�&lt;script&gt;alert(5)&lt;img src=y onerror=alert(6)&gt;.png' \
+  "$work/dom.html" || fail "classify: the broken file's name not shown as text"
 [ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }
-echo "report: rendered by $("$browser" --version 2>/dev/null | head -1): every section, 100 cells, $images images decoded, hostile names as text"
+echo "report: rendered by $("$browser" --version 2>/dev/null | head -1): eval (100 cells, $images images) and classify ($cimages images, the failure) reports, every section, every image decoded, hostile names as text"
