@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "report.h"
 
 static const cli_option bench_options[] = {
     {"model", "PATH", "model: a directory in the mnistCUDNN layout or an ONNX file (required)"},
@@ -35,18 +36,12 @@ static const cli_option bench_options[] = {
                         "GPU's batch; device mode splits batch x GPUs images among them)"},
     {"threads", "N", "threads of the CPU engine (default: one per core)"},
     {"json", "FILE", "also write every point, and the machine, as JSON to FILE"},
+    {"report", "FILE", "also write an HTML report to FILE: images/s against the batch on log "
+                       "axes with the performance model's ceilings, and the latencies"},
     {NULL, NULL, NULL},
 };
 
-typedef struct point {
-  const char* engine;
-  const char* precision;
-  const char* graph;
-  int batch, copies;
-  double images_per_s, copies_per_s, tflops;
-  double p50, p90, p99, p999;         /* ms per batch */
-  double h2d, compute, d2h, host;     /* ms per batch, throughput phase */
-} point;
+typedef bench_point point; /* report.h */
 
 typedef struct bench {
   const cli_args* a;
@@ -272,6 +267,7 @@ static int run_bench(const cli_args* a) {
 
   /* The model's input, from the model alone (the CPU engine opens without a GPU). */
   int in_c, in_h, in_w;
+  double flops_per_copy = 0;
   {
     ttp_options o;
     ttp_options_init(&o);
@@ -284,6 +280,7 @@ static int run_bench(const cli_args* a) {
     }
     in_c = ttp_model(p)->input_channels, in_h = ttp_model(p)->input_rows;
     in_w = ttp_model(p)->input_cols;
+    flops_per_copy = ttp_model(p)->flops;
     ttp_close(p);
   }
   b.pixels = (size_t)in_c * in_h * in_w;
@@ -362,10 +359,20 @@ static int run_bench(const cli_args* a) {
     fprintf(f, "\n  ]\n}\n");
     if (fclose(f) != 0) return cli_fail("%s: writing failed", json);
   }
+  int rc_report = CLI_EXIT_OK;
+  const char* report_path = cli_get(a, "report");
+  if (report_path && count) {
+    char about[512];
+    snprintf(about, sizeof about, "%s; %s; mode %s; %s; model %s%s%s", ttp_build_string(), date,
+             b.device_mode ? "device" : "e2e", path ? path : "random images", b.model,
+             have_gpu ? "; GPU " : "", have_gpu ? gpu.name : "");
+    rc_report = bench_report_write(report_path, about, flops_per_copy, b.pixels, have_gpu, points,
+                                   count);
+  }
   free(points);
   free(images);
   free(b.results);
-  return count ? CLI_EXIT_OK : CLI_EXIT_FATAL;
+  return !count ? CLI_EXIT_FATAL : rc_report;
 }
 
 const cli_command cli_bench = {

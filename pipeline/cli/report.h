@@ -58,6 +58,24 @@ int files_report_write(files_report* r, const char* path, ttp_pipeline* p,
                        const ttp_image_options* io, const ttp_bulk_stats* st, const char* inputs);
 void files_report_free(files_report* r); /* accepts NULL */
 
+/* bench --report (report_bench.c): one measured point of the sweep (cmd_bench.c). */
+typedef struct bench_point {
+  const char* engine;
+  const char* precision;
+  const char* graph;
+  int batch, copies;
+  double images_per_s, copies_per_s, tflops;
+  double p50, p90, p99, p999;     /* ms per batch */
+  double h2d, compute, d2h, host; /* ms per batch, throughput phase */
+} bench_point;
+
+/* The page at path: about (one line: build, date, mode, GPU), images/s against the batch per
+   engine, precision, graph mode and copies (log axes) with the performance model's ceilings
+   for flops_per_copy and input_bytes where gpu, and every point's latency percentiles. Returns
+   CLI_EXIT_OK or CLI_EXIT_FATAL after printing why. */
+int bench_report_write(const char* path, const char* about, double flops_per_copy,
+                       size_t input_bytes, int gpu, const bench_point* points, int count);
+
 /* Ends the page. Returns 0, or -1 after printing why (a failed write). */
 int report_close(report* r);
 

@@ -12,6 +12,7 @@
 #     its one script.
 #   - classify --report over 61 PNG files and a broken one named with markup: every section, the
 #     failure listed, 24 least certain images decoded, the name shown as text.
+#   - bench --report of 4 CPU points: every section, 2 series, 4 latency rows.
 # Exits 77 (skipped) without chromium.
 # Usage: report.sh TTAPIPE TTP_FIXTURE TTP_EXPORT MODEL_DIR
 set -u
@@ -85,5 +86,14 @@ cimages=$(grep -o "<img " "$work/c.html" | wc -l)
   [ "$(count '<b>broken')" -eq 0 ] || fail "classify: a file name became markup"
 grep -q '&lt;b&gt;broken"q'"'"'�&lt;script&gt;alert(5)&lt;img src=y onerror=alert(6)&gt;.png' \
   "$work/dom.html" || fail "classify: the broken file's name not shown as text"
+# bench --report: 2 series (copies 1 and 2) of 2 batches on the CPU engine.
+"$ttapipe" bench --model "$model" --engine cpu --threads 2 --batch 1,5 --tta 1,2 --iterations 2 \
+  --warmup 1 --report "$work/b.html" >/dev/null || fail "bench --report"
+render --virtual-time-budget=5000 --dump-dom "file://$work/b.html" >"$work/dom.html"
+for id in summary throughput latency; do
+  [ "$(count "<section id=\"$id\"")" -eq 1 ] || fail "bench: no section $id"
+done
+[ "$(count 'class="series"')" -eq 2 ] || fail "bench: $(count 'class="series"') series, not 2"
+[ "$(count 'class="point"')" -eq 4 ] || fail "bench: $(count 'class="point"') points, not 4"
 [ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }
-echo "report: rendered by $("$browser" --version 2>/dev/null | head -1): eval (100 cells, $images images) and classify ($cimages images, the failure) reports, every section, every image decoded, hostile names as text"
+echo "report: rendered by $("$browser" --version 2>/dev/null | head -1): eval (100 cells, $images images) and classify ($cimages images, the failure) and bench (2 series, 4 points) reports, every section, every image decoded, hostile names as text"
