@@ -81,9 +81,11 @@ int bench_report_write(const char* path, const char* about, double flops_per_cop
                   "font-size=\"11\" font-family=\"sans-serif\">\n", W, H);
   for (double y = a.y0; y <= a.y1 + 1e-9; y += 1) { /* decades */
     const double v = pow(10, y), at = py(&a, v);
+    static const char* const units[] = {"", "k", "M", "G"};
+    const int unit = y >= 9 ? 3 : y >= 6 ? 2 : y >= 3 ? 1 : 0;
     report_html(&h, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", LEFT,
-                W - RIGHT, at, at, LEFT - 4, at + 4, v);
+                    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g%s</text>\n", LEFT,
+                W - RIGHT, at, at, LEFT - 4, at + 4, v / pow(1000, unit), units[unit]);
   }
   for (double x = a.x0; x <= a.x1 + 1e-9; x += 1) { /* powers of two */
     const int batch = (int)pow(2, x);
@@ -100,7 +102,7 @@ int bench_report_write(const char* path, const char* about, double flops_per_cop
     const double at = py(&a, ceil_v[c]);
     report_html(&h, "<line class=\"ceiling\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" "
                     "stroke=\"#888\" stroke-dasharray=\"6 4\"/><text x=\"%d\" y=\"%.1f\" "
-                    "fill=\"#555\">", LEFT, W - RIGHT, at, at, W - RIGHT + 4, at + 4);
+                    "fill=\"#555\">", LEFT, W - RIGHT, at, at, LEFT + 6, at - 4);
     report_text(&h, ceil_name[c]);
     report_html(&h, "</text>\n");
   }
@@ -124,7 +126,7 @@ int bench_report_write(const char* path, const char* about, double flops_per_cop
         report_html(&h, " %s batch %d: %.0f images/s</title></circle>\n", pts[j].precision,
                     pts[j].batch, pts[j].images_per_s);
       }
-    const int ly = TOP + 16 * series + 30 + 16 * ceilings;
+    const int ly = TOP + 16 * series + 10;
     report_html(&h, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" "
                     "stroke-width=\"2\"/><text x=\"%d\" y=\"%d\">", W - RIGHT + 4, W - RIGHT + 24,
                 ly, ly, colour, W - RIGHT + 28, ly + 4);
