@@ -2,7 +2,7 @@
 # `ttapipe eval --report` rendered in a real browser (Debian's chromium, headless; .ci/build
 # installs it): 211 random 28x28 images (a set the model gets mostly wrong, so that every
 # section has images), --tta 5, the CPU engine.
-#   - the screenshot is not blank (its pixels take many values);
+#   - each report's screenshot is not blank (its pixels take many values);
 #   - the DOM after rendering (--dump-dom) holds every section, the confusion matrix's 100
 #     cells, 24 mistakes and 24 uncertain images, 3 rows of the original and 5 copies, and every
 #     image decoded (the report's script marks each with its decoded width: 84 = 28 x 3);
@@ -33,9 +33,12 @@ printf '%s\n' '<b>zero</b>' '"one"' "'two'" '&amp;three' '<script>alert(4)</scri
   --threads 2 --tta 5 --report "$work/r.html" >/dev/null || { echo "FAIL: eval --report"; exit 1; }
 render() { timeout 60 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars \
              --user-data-dir="$work/profile" "$@" 2>/dev/null; }
-render --window-size=1280,2400 --screenshot="$work/shot.png" "file://$work/r.html" >/dev/null
-[ -s "$work/shot.png" ] || fail "no screenshot"
-python3 - "$work/shot.png" <<'PY' || fail "the screenshot is blank"
+# A page's screenshot, and whether it is blank (its pixels take few values).
+screenshot() { # HTML WHAT
+  rm -f "$work/shot.png"
+  render --window-size=1280,2400 --screenshot="$work/shot.png" "file://$1" >/dev/null
+  [ -s "$work/shot.png" ] || { fail "$2: no screenshot"; return; }
+  python3 - "$work/shot.png" "$2" <<'PY' || fail "$2: the screenshot is blank"
 import struct, sys, zlib
 data = open(sys.argv[1], "rb").read()
 assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
@@ -46,9 +49,11 @@ while pos < len(data):
     pos += 12 + n
 raw = zlib.decompress(idat)
 values = len(set(raw))
-print(f"screenshot: {len(raw)} bytes of pixels, {values} distinct byte values")
+print(f"{sys.argv[2]}: screenshot of {len(raw)} bytes of pixels, {values} distinct byte values")
 sys.exit(0 if values > 40 else 1)
 PY
+}
+screenshot "$work/r.html" eval
 render --virtual-time-budget=5000 --dump-dom "file://$work/r.html" >"$work/dom.html"
 count() { grep -o "$1" "$work/dom.html" | wc -l; }
 for id in summary confusion classes mistakes uncertain copies; do
@@ -74,6 +79,7 @@ printf 'not an image' >"$work/files/<b>broken\"q'$(printf '\xfe')<script>alert(5
 "$ttapipe" classify --model "$evil" --engine cpu --threads 2 --tta 5 --quiet -o /dev/null \
   --report "$work/c.html" "$work/files"
 [ $? -eq 3 ] || fail "classify --report: not exit 3 (one file failed)"
+screenshot "$work/c.html" classify
 render --virtual-time-budget=5000 --dump-dom "file://$work/c.html" >"$work/dom.html"
 for id in summary classes status failed uncertain; do
   [ "$(count "<section id=\"$id\"")" -eq 1 ] || fail "classify: no section $id"
@@ -89,6 +95,7 @@ grep -q '&lt;b&gt;broken"q'"'"'�&lt;script&gt;alert(5)&lt;img src=y onerror=al
 # bench --report: 2 series (copies 1 and 2) of 2 batches on the CPU engine.
 "$ttapipe" bench --model "$model" --engine cpu --threads 2 --batch 1,5 --tta 1,2 --iterations 2 \
   --warmup 1 --report "$work/b.html" >/dev/null || fail "bench --report"
+screenshot "$work/b.html" bench
 render --virtual-time-budget=5000 --dump-dom "file://$work/b.html" >"$work/dom.html"
 for id in summary throughput latency; do
   [ "$(count "<section id=\"$id\"")" -eq 1 ] || fail "bench: no section $id"
