@@ -61,6 +61,10 @@ int cli_get_devices(const cli_args* a, int* devices, int* count);
    settings the library finds out of range, or CLI_EXIT_FATAL). */
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
                       int default_device, ttp_pipeline** p, ttp_tta* tta);
+/* The same pipeline with `copies` copies (when > 0) of the augmentation the arguments describe
+   and the merge `merge` (a ttp_merge, when >= 0): eval's pass of copy 0 alone (the same copy 0,
+   bit for bit) and its mean of the copies under --merge vote. */
+int cli_open_pipeline_variant(const cli_args* a, int copies, int merge, ttp_pipeline** p);
 
 /* One line describing the augmentation: "5 copies (copy 0 as it is), shift 2 px, ...". */
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size);

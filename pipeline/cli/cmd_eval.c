@@ -1,8 +1,10 @@
 /* ttapipe eval: accuracy of a model on an IDX test set, per class, and the confusion matrix. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "metrics.h"
 #include "report.h"
 
 static const cli_option eval_options[] = {
@@ -11,6 +13,8 @@ static const cli_option eval_options[] = {
     {"labels", "FILE", "IDX label file, plain or .gz (required)"},
     {"offset", "N", "skip the first N images (default 0)"},
     {"limit", "N", "evaluate at most N images (default: all)"},
+    {"json", "FILE", "also write the accuracy, the calibration metrics (NLL, Brier, ECE), copy "
+                     "0's accuracy, the mistakes' AUROCs and the reliability bins as JSON"},
     {"report", "FILE", "also write an HTML report to FILE: the summary, the confusion matrix, "
                        "per-class accuracy, the mistakes and the least certain images, and "
                        "what augmentation does to a few of them"},
@@ -212,9 +216,38 @@ static int copies_row(report* r, ttp_pipeline* p, int copies, const eval_data* d
   return rc;
 }
 
+/* The reliability diagram: each bin's accuracy against its mean confidence (the diagonal is
+   a perfectly calibrated model), bars sized by the bin's share of the images. */
+static void reliability(report* r, const metrics* m) {
+  enum { S = 320, L = 50, T = 10 };
+  report_html(r, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                 "font-size=\"11\" font-family=\"sans-serif\">\n<rect x=\"%d\" y=\"%d\" "
+                 "width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#999\"/>\n<line x1=\"%d\" "
+                 "y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#aaa\" stroke-dasharray=\"4 3\"/>\n",
+              S + L + 20, S + T + 40, L, T, S, S, L, T + S, L + S, T);
+  for (int b = 0; b < METRICS_BINS; b++) {
+    const double w = (double)S / METRICS_BINS, x = L + b * w;
+    if (m->bins[b].count) {
+      const double hgt = m->bins[b].accuracy * S;
+      report_html(r, "<rect class=\"bin\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                     "fill=\"#4a7ab5\" fill-opacity=\"%.2f\"><title>confidence %.3f, accuracy "
+                     "%.3f, %zu images</title></rect>\n", x + 1, T + S - hgt, w - 2, hgt,
+                  0.3 + 0.7 * sqrt((double)m->bins[b].count / m->images), m->bins[b].confidence,
+                  m->bins[b].accuracy, m->bins[b].count);
+    }
+  }
+  for (int k = 0; k <= 5; k++)
+    report_html(r, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%.1f</text><text x=\"%d\" "
+                   "y=\"%d\" text-anchor=\"end\">%.1f</text>\n", L + k * S / 5, T + S + 14,
+                k / 5.0, L - 4, T + S - k * S / 5 + 4, k / 5.0);
+  report_html(r, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">confidence</text><text "
+                 "x=\"12\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 12 %d)\">"
+                 "accuracy</text></svg>\n", L + S / 2, T + S + 32, T + S / 2, T + S / 2);
+}
+
 static int write_report(const char* path, const cli_args* a, ttp_pipeline* p,
                         const ttp_tta* tta, const eval_data* d, const ttp_result* results,
-                        const float* probs, double seconds) {
+                        const float* probs, const metrics* met, double seconds) {
   const ttp_model_info* m = ttp_model(p);
   const int classes = m->classes;
   report r;
@@ -251,6 +284,13 @@ static int write_report(const char* path, const cli_args* a, ttp_pipeline* p,
                     " %.0f images/s</td></tr>\n</table></section>\n", 100.0 * correct / d->count,
                 correct, d->count, seconds, d->count / seconds);
 
+    report_html(&r, "<section id=\"calibration\"><h2>Calibration</h2><p>NLL %.4f, Brier "
+                    "%.4f, expected calibration error %.4f (%d bins). The mistakes ranked by 1 - "
+                    "confidence: AUROC %.4f; by the entropy: %.4f; by the spread: %.4f.</p>\n",
+                met->nll, met->brier, met->ece, METRICS_BINS, met->auroc_confidence,
+                met->auroc_entropy, met->auroc_spread);
+    reliability(&r, met);
+    report_html(&r, "</section>\n");
     report_html(&r, "<section id=\"confusion\"><h2>Confusion matrix</h2><p>Rows: the true "
                     "class; columns: the predicted class; each cell shaded by its share of its "
                     "row.</p>\n");
@@ -302,6 +342,55 @@ static int write_report(const char* path, const cli_args* a, ttp_pipeline* p,
   return rc;
 }
 
+/* Another pass over the images with the pipeline the arguments describe, but `copies` copies
+   (> 0) or the merge `merge` (>= 0): results and probabilities (either may be NULL). */
+static int pass(const cli_args* a, int copies, int merge, const uint8_t* images, size_t n,
+                ttp_result* results, float* probs) {
+  ttp_pipeline* other = NULL;
+  ttp_result* scratch = results ? NULL : malloc(n * sizeof *scratch);
+  int rc = results || scratch ? cli_open_pipeline_variant(a, copies, merge, &other)
+                              : cli_fail("out of memory");
+  if (rc == CLI_EXIT_OK && ttp_classify(other, images, n, results ? results : scratch, probs) !=
+                               TTP_OK)
+    rc = cli_fail("%s", ttp_last_error(other));
+  ttp_close(other);
+  free(scratch);
+  return rc;
+}
+
+static void print_metrics(const metrics* m, const ttp_tta* tta, size_t copy0_correct) {
+  printf("\ncalibration  NLL %.4f, Brier %.4f, ECE %.4f (%d bins)%s\n", m->nll, m->brier, m->ece,
+         METRICS_BINS, tta->merge == TTP_MERGE_VOTE ? ", on the mean of the copies" : "");
+  if (tta->copies > 1)
+    printf("copy 0       %.2f%% alone (%zu of %zu), merged %.2f%%\n",
+           100.0 * copy0_correct / m->images, copy0_correct, m->images, 100.0 * m->accuracy);
+  printf("mistakes     AUROC of 1 - confidence %.4f, entropy %.4f, spread %.4f\n",
+         m->auroc_confidence, m->auroc_entropy, m->auroc_spread);
+}
+
+/* --json FILE: the metrics and the reliability diagram's bins. */
+static int write_json(const char* path, const metrics* m, const ttp_tta* tta, size_t copy0_correct,
+                      double seconds) {
+  FILE* f = fopen(path, "w");
+  if (!f) return cli_fail("%s: cannot create", path);
+  fprintf(f, "{\n  \"images\": %zu, \"correct\": %zu, \"accuracy\": %.9f,\n", m->images,
+          m->correct, m->accuracy);
+  if (tta->copies > 1)
+    fprintf(f, "  \"copy0_correct\": %zu, \"copy0_accuracy\": %.9f,\n", copy0_correct,
+            (double)copy0_correct / m->images);
+  fprintf(f, "  \"copies\": %d, \"nll\": %.9f, \"brier\": %.9f, \"ece\": %.9f, "
+             "\"seconds\": %.6f,\n  \"auroc\": {\"one_minus_confidence\": %.9f, "
+             "\"entropy\": %.9f, \"spread\": %.9f},\n  \"bins\": [", tta->copies, m->nll,
+          m->brier, m->ece, seconds, m->auroc_confidence, m->auroc_entropy, m->auroc_spread);
+  for (int b = 0; b < METRICS_BINS; b++)
+    fprintf(f, "%s\n    {\"low\": %.9f, \"high\": %.9f, \"count\": %zu, \"confidence\": %.9f, "
+               "\"accuracy\": %.9f}", b ? "," : "", (double)b / METRICS_BINS,
+            (double)(b + 1) / METRICS_BINS, m->bins[b].count, m->bins[b].confidence,
+            m->bins[b].accuracy);
+  fprintf(f, "\n  ]\n}\n");
+  return fclose(f) == 0 ? CLI_EXIT_OK : cli_fail("%s: writing failed", path);
+}
+
 static int run_eval(const cli_args* a) {
   ttp_pipeline* p = NULL;
   ttp_tta tta;
@@ -309,25 +398,45 @@ static int run_eval(const cli_args* a) {
   ttp_result* results = NULL;
   int rc = cli_open_pipeline(a, 0, TTP_PLAN_MEASURE, 0, &p, &tta);
   if (rc == CLI_EXIT_OK) rc = load(a, ttp_model(p), &d);
+  const int classes = rc == CLI_EXIT_OK ? ttp_model(p)->classes : 0;
   if (rc == CLI_EXIT_OK && !(results = malloc(d.count * sizeof *results)))
     rc = cli_fail("out of memory for %zu results", d.count);
-  /* The report wants every image's merged probabilities too. */
-  const char* report_path = cli_get(a, "report");
+  /* Every image's merged probabilities: the calibration metrics and the report. */
   float* probs = NULL;
-  if (rc == CLI_EXIT_OK && report_path &&
-      !(probs = malloc(d.count * (size_t)ttp_model(p)->classes * sizeof *probs)))
+  if (rc == CLI_EXIT_OK && !(probs = malloc(d.count * (size_t)classes * sizeof *probs)))
     rc = cli_fail("out of memory for %zu images' probabilities", d.count);
+  const size_t pixels = (size_t)d.images.channels * d.images.rows * d.images.cols;
+  const uint8_t* images = d.images.pixels + d.first * pixels;
+  double seconds = 0;
   if (rc == CLI_EXIT_OK) {
-    size_t pixels = (size_t)d.images.channels * d.images.rows * d.images.cols;
     double start = cli_now();
-    if (ttp_classify(p, d.images.pixels + d.first * pixels, d.count, results, probs) != TTP_OK) {
+    if (ttp_classify(p, images, d.count, results, probs) != TTP_OK)
       rc = cli_fail("%s", ttp_last_error(p));
-    } else {
-      const double seconds = cli_now() - start;
-      print_summary(a, p, &tta, &d, results, seconds);
-      if (report_path)
-        rc = write_report(report_path, a, p, &tta, &d, results, probs, seconds);
-    }
+    seconds = cli_now() - start;
+  }
+  /* Copy 0 alone, beside the merged answer: a pass with one copy (the same copy 0). */
+  size_t copy0_correct = 0;
+  if (rc == CLI_EXIT_OK && tta.copies > 1) {
+    ttp_result* alone = malloc(d.count * sizeof *alone);
+    rc = alone ? pass(a, 1, -1, images, d.count, alone, NULL) : cli_fail("out of memory");
+    for (size_t i = 0; rc == CLI_EXIT_OK && i < d.count; i++)
+      copy0_correct += alone[i].class_index == d.labels[d.first + i];
+    free(alone);
+  }
+  /* A vote's vector is the share of votes, 0 for a class no copy chose: its probabilities are
+     the mean of the copies' (the same copies, merged by mean), its answers the vote's. */
+  if (rc == CLI_EXIT_OK && tta.merge == TTP_MERGE_VOTE)
+    rc = pass(a, -1, TTP_MERGE_MEAN, images, d.count, NULL, probs);
+  metrics m;
+  if (rc == CLI_EXIT_OK &&
+      metrics_compute(probs, d.labels + d.first, results, d.count, classes, &m) != 0)
+    rc = cli_fail("out of memory");
+  if (rc == CLI_EXIT_OK) {
+    print_summary(a, p, &tta, &d, results, seconds);
+    print_metrics(&m, &tta, copy0_correct);
+    if (cli_get(a, "json")) rc = write_json(cli_get(a, "json"), &m, &tta, copy0_correct, seconds);
+    if (rc == CLI_EXIT_OK && cli_get(a, "report"))
+      rc = write_report(cli_get(a, "report"), a, p, &tta, &d, results, probs, &m, seconds);
   }
   free(probs);
   free(results);

@@ -79,8 +79,11 @@ int cli_get_devices(const cli_args* a, int* devices, int* count) {
   }
 }
 
-int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
-                      int default_device, ttp_pipeline** p, ttp_tta* tta) {
+/* cli_open_pipeline, with `copies` copies instead of the arguments' when copies > 0 and the
+   merge `merge` instead of theirs when merge >= 0. */
+static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
+                         int default_device, int copies, int merge, ttp_pipeline** p,
+                         ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
   static const char* const precisions[] = {"fp32", "fp16", NULL};
@@ -97,6 +100,8 @@ int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_pla
       (rc = cli_get_devices(a, devices, &device_count)) ||
       (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = tta_from_args(a, tta)))
     return rc;
+  if (copies > 0) tta->copies = copies;
+  if (merge >= 0) tta->merge = (ttp_merge)merge;
   o.engine = cli_engine_ids[engine];
   o.precision = precision ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
   o.max_batch = (int)batch;
@@ -132,6 +137,16 @@ int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_pla
   }
   if (cli_flag(a, "verbose")) fprintf(stderr, "ttapipe: engine: %s\n", ttp_engine_description(*p));
   return CLI_EXIT_OK;
+}
+
+int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
+                      int default_device, ttp_pipeline** p, ttp_tta* tta) {
+  return open_pipeline(a, default_slots, default_plan, default_device, 0, -1, p, tta);
+}
+
+int cli_open_pipeline_variant(const cli_args* a, int copies, int merge, ttp_pipeline** p) {
+  ttp_tta tta;
+  return open_pipeline(a, 0, TTP_PLAN_MEASURE, 0, copies, merge, p, &tta);
 }
 
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {

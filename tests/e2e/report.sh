@@ -56,10 +56,11 @@ PY
 screenshot "$work/r.html" eval
 render --virtual-time-budget=5000 --dump-dom "file://$work/r.html" >"$work/dom.html"
 count() { grep -o "$1" "$work/dom.html" | wc -l; }
-for id in summary confusion classes mistakes uncertain copies; do
+for id in summary calibration confusion classes mistakes uncertain copies; do
   [ "$(count "<section id=\"$id\"")" -eq 1 ] || fail "no section $id"
 done
 [ "$(count 'class="cell"')" -eq 100 ] || fail "$(count 'class="cell"') confusion cells, not 100"
+[ "$(count 'class="bin"')" -ge 1 ] || fail "no bar in the reliability diagram"
 images=$(grep -o "<img " "$work/r.html" | wc -l)
 [ "$images" -eq $((24 + 24 + 3 * 5)) ] || fail "$images images in the report, not 24 + 24 + 15"
 [ "$(count 'data-decoded="84"')" -eq "$images" ] ||
