@@ -162,6 +162,28 @@ typedef struct ttp_tta {
 /* Fills t with the defaults above (copies = 1) and sets t->struct_size. */
 void ttp_tta_init(ttp_tta* t);
 
+/* ---- TTA policies: the augmentation as a text file ---------------------------------------- *
+ * One `key = value` a line; '#' starts a comment; blank lines and spaces around are ignored;
+ * every key at most once, and a key not given keeps its default (ttp_tta_init):
+ *     copies = 5                  keep_original = yes      shift = 2
+ *     contrast = 0.85, 1.15       brightness = -0.05, 0.05 noise = 0.04
+ *     noise_kind = uniform        clamp = yes              seed = 0
+ *     merge = mean                (mean, vote, max or gmean)
+ * the ranges of ttp_tta's fields. `ttapipe tune` writes them; classify, eval and bench take
+ * --tta-policy FILE (their --tta-* options then override single fields). */
+
+/* Reads the policy at path (at most 64 KiB of text) into *out (written only on success).
+   Returns TTP_OK, TTP_ERR_IO, TTP_ERR_FORMAT (one line naming the file and the line: an
+   unknown or repeated key, a value that does not parse, or a field out of its range),
+   TTP_ERR_INVALID_ARGUMENT, TTP_ERR_OUT_OF_MEMORY. */
+ttp_status ttp_read_tta_policy(const char* path, ttp_tta* out, char* error, size_t error_size);
+
+/* Writes t as a policy file at path, every key given; comment (NULL: none) goes first, each of
+   its lines as a comment line. Reading it back gives t's values exactly. Returns TTP_OK,
+   TTP_ERR_IO, TTP_ERR_INVALID_ARGUMENT. */
+ttp_status ttp_write_tta_policy(const char* path, const ttp_tta* t, const char* comment,
+                                char* error, size_t error_size);
+
 /* ---- Options and lifecycle ---------------------------------------------------------------- */
 
 typedef struct ttp_pipeline ttp_pipeline; /* opaque */

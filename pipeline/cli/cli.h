@@ -30,6 +30,8 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
                           "(default: --device alone; algorithms by the heuristic)"},            \
       {"verbose", NULL, "describe on stderr how the engine runs (algorithms, graphs)"},      \
       {"threads", "N", "threads of the CPU engine (default: one per core)"},                  \
+      {"tta-policy", "FILE", "the augmentation from a policy file (README: TTA policies; the "  \
+                             "--tta options below override its fields)"},                      \
       {"tta", "N", "classify each image as N augmented copies, 1..64 (default 1: none)"},     \
       {"tta-shift", "S", "largest shift of a copy, in pixels (default 2)"},                   \
       {"tta-contrast", "LO,HI", "range of a copy's contrast factor (default 0.85,1.15)"},     \

@@ -22,7 +22,9 @@ static const cli_option bench_options[] = {
                        "else cpu)"},
     {"precision", "LIST", "fp32,fp16 (default fp32; the CPU engine is fp32 only)"},
     {"batch", "LIST", "batch sizes (default 1,64,1024)"},
-    {"tta", "LIST", "TTA copies per image (default 5)"},
+    {"tta", "LIST", "TTA copies per image (default 5, or the policy's)"},
+    {"tta-policy", "FILE", "the augmentation from a policy file (README: TTA policies); --tta "
+                           "then sets only the copies"},
     {"graph", "LIST", "on,off: CUDA Graph replay or eager launches (default on)"},
     {"mode", "MODE", "e2e: host memory to host results (default); device: inputs already on "
                      "the GPU, nothing copied back"},
@@ -51,6 +53,7 @@ typedef struct bench {
   size_t pixels;       /* bytes of one image: the model's channels x rows x columns */
   int device_mode, warmup, slots, device, threads, wait;
   int devices[8], device_count; /* --devices: 0 when not given */
+  ttp_tta policy;               /* the augmentation; each point sets its copies */
   long iterations;
   double seconds;
   ttp_result* results;
@@ -78,8 +81,7 @@ static int split(const char* text, char* copy, size_t size, const char** items, 
 /* Measures one point; returns 0, or 1 when the point cannot run (printed as skipped). */
 static int measure(bench* b, const char* engine, const char* precision, const char* graph,
                    int batch, int copies, point* out) {
-  ttp_tta tta;
-  ttp_tta_init(&tta);
+  ttp_tta tta = b->policy;
   tta.copies = copies;
   ttp_options o;
   ttp_options_init(&o);
@@ -223,6 +225,14 @@ static int run_bench(const cli_args* a) {
     return cli_usage_error(a->command, "--seconds must be in (0, 3600]");
   b.device_mode = mode == 1, b.warmup = (int)warmup, b.slots = (int)slots, b.device = (int)device;
   b.threads = (int)threads, b.iterations = iterations, b.seconds = seconds;
+  ttp_tta_init(&b.policy);
+  char policy_copies[16] = "5";
+  if (cli_get(a, "tta-policy")) {
+    char error[TTP_ERROR_SIZE];
+    if (ttp_read_tta_policy(cli_get(a, "tta-policy"), &b.policy, error, sizeof error) != TTP_OK)
+      return cli_fail("%s", error);
+    snprintf(policy_copies, sizeof policy_copies, "%d", b.policy.copies);
+  }
 
   enum { MAX_ITEMS = 16 };
   char c1[256], c2[256], c3[256], c4[256], c5[256];
@@ -234,7 +244,8 @@ static int run_bench(const cli_args* a) {
                  precisions, MAX_ITEMS);
   int nb = split(cli_get(a, "batch") ? cli_get(a, "batch") : "1,64,1024", c3, sizeof c3,
                  batches_s, MAX_ITEMS);
-  int nt = split(cli_get(a, "tta") ? cli_get(a, "tta") : "5", c4, sizeof c4, copies_s, MAX_ITEMS);
+  int nt = split(cli_get(a, "tta") ? cli_get(a, "tta") : policy_copies, c4, sizeof c4, copies_s,
+                 MAX_ITEMS);
   int ng = split(cli_get(a, "graph") ? cli_get(a, "graph") : "on", c5, sizeof c5, graphs, MAX_ITEMS);
   int batches[MAX_ITEMS], copies[MAX_ITEMS], largest = 1;
   for (int i = 0; i < ne; i++) {

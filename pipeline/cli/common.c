@@ -23,8 +23,12 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
   static const ttp_merge merge_modes[] = {TTP_MERGE_MEAN, TTP_MERGE_VOTE, TTP_MERGE_MAX,
                                           TTP_MERGE_GMEAN};
   ttp_tta_init(t);
+  const char* policy = cli_get(a, "tta-policy");
+  char error[TTP_ERROR_SIZE];
+  if (policy && ttp_read_tta_policy(policy, t, error, sizeof error) != TTP_OK)
+    return cli_fail("%s", error);
   long copies = t->copies, shift = t->shift;
-  int kind = 0, merge = 0, rc;
+  int kind = t->noise_kind == TTP_NOISE_GAUSSIAN, merge = (int)t->merge, rc;
   if ((rc = cli_get_long(a, "tta", 1, 64, &copies)) || (rc = cli_get_long(a, "tta-shift", 0, 16, &shift)) ||
       (rc = cli_get_float_pair(a, "tta-contrast", &t->contrast_min, &t->contrast_max)) ||
       (rc = cli_get_float_pair(a, "tta-brightness", &t->brightness_min, &t->brightness_max)) ||
@@ -35,8 +39,8 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
   t->copies = (int)copies;
   t->shift = (int)shift;
   t->noise_kind = kind ? TTP_NOISE_GAUSSIAN : TTP_NOISE_UNIFORM;
-  t->keep_original = !cli_flag(a, "no-tta-original");
-  t->clamp = !cli_flag(a, "no-tta-clamp");
+  if (cli_flag(a, "no-tta-original")) t->keep_original = 0;
+  if (cli_flag(a, "no-tta-clamp")) t->clamp = 0;
   t->merge = merge_modes[merge];
   return CLI_EXIT_OK;
 }

@@ -276,6 +276,22 @@ head -c 5000 "$work/img" >"$work/magic.onnx"
 for bad in empty folder cut magic; do
   run 1 info --model "$work/$bad.onnx"; one_error "$bad.onnx"
 done
+# TTA policy files: the same bytes as the options they hold; options override single fields;
+# bench takes one; a bad one is one line naming the file and the line.
+printf '# a policy\ncopies = 4\nshift = 1\nmerge = vote\nseed = 7\nnoise_kind = gaussian\n' >"$work/p.policy"
+run 0 classify --model "$m" --quiet --probs --tta-policy "$work/p.policy" "$g/nested/deeper"
+cp "$work/out" "$work/policy.csv"
+run 0 classify --model "$m" --quiet --probs --tta 4 --tta-shift 1 --merge vote --seed 7 \
+  --tta-noise-kind gaussian "$g/nested/deeper"
+cmp -s "$work/out" "$work/policy.csv" || fail "--tta-policy differs from the options it holds"
+run 0 classify --model "$m" --quiet --probs --tta-policy "$work/p.policy" --tta 2 --merge mean "$g/nested/deeper"
+cp "$work/out" "$work/override.csv"
+run 0 classify --model "$m" --quiet --probs --tta 2 --tta-shift 1 --seed 7 --tta-noise-kind gaussian "$g/nested/deeper"
+cmp -s "$work/out" "$work/override.csv" || fail "options did not override the policy's fields"
+run 0 bench --model "$m" --engine cpu --batch 3 --iterations 1 --warmup 0 --tta-policy "$work/p.policy"
+grep -q "^cpu .* 4 " "$work/out" || fail "bench: the policy's 4 copies not measured: $(tail -1 "$work/out")"
+printf 'copies = 4\nshift = lots\n' >"$work/bad.policy"
+run 1 classify --model "$m" --tta-policy "$work/bad.policy" "$g/nested/deeper"; one_error "bad.policy: line 2"
 
 if [ "$failures" -ne 0 ]; then echo "$failures failures"; exit 1; fi
 echo "cli: all checks passed"

@@ -2,7 +2,8 @@
    committed: DIR/png, DIR/jpeg, DIR/bmp and DIR/pnm, small files that reach the corners of each
    decoder; DIR/idx, DIR/file_list, DIR/model and DIR/args for ttapipe's own readers (their
    first byte the target's selector, below); DIR/tar, tar archives of those PNG files (plain,
-   gzip'd, truncated; directories, links, hidden and non-image members, a pax long name).
+   gzip'd, truncated; directories, links, hidden and non-image members, a pax long name);
+   DIR/policy, TTA policy files.
      PNG  grey of 1, 2, 4, 8 and 16 bits; grey + alpha, RGB, RGBA of 8 and 16; palettes of 1 to
           8 bits; tRNS transparency; Adam7 interlacing; every row filter; several IDAT chunks
           and ancillary chunks. Written here with zlib, from the PNG specification.
@@ -455,6 +456,25 @@ static void file_list_seeds(void) {
   save_raw("file_list", "empty.txt", 0, "", 0);
 }
 
+/* TTA policies (fuzz_policy: no selector byte, the input is the file). */
+static void policy_seeds(void) {
+  static const char* const policies[][2] = {
+      {"full.policy", "# tuned\ncopies = 7\nkeep_original = no\nshift = 3\ncontrast = 0.5, 1.5\n"
+                      "brightness = -0.25, 0.125\nnoise = 0.0625\nnoise_kind = gaussian\n"
+                      "clamp = no\nseed = 18446744073709551615\nmerge = gmean\n"},
+      {"some.policy", "copies = 3   # three\r\n\r\n\tmerge=vote\r\n"},
+      {"bad.policy", "copies = 65\ncontrast = 2, 1\nwobble = 1\n"},
+  };
+  char path[4096];
+  snprintf(path, sizeof path, "%s/policy", out_dir);
+  mkdir(path, 0755);
+  for (size_t k = 0; k < sizeof policies / sizeof policies[0]; k++) {
+    snprintf(path, sizeof path, "%s/policy/%s", out_dir, policies[k][0]);
+    test_write_file(path, policies[k][1], strlen(policies[k][1]));
+    seeds++;
+  }
+}
+
 /* The model directory: selector 0..7 a weight file (conv1, conv1.bias, conv2, conv2.bias, ip1,
    ip1.bias, ip2, ip2.bias), 8 labels.txt, 9 labels.txt absent; the small files at their size. */
 static void model_seeds(void) {
@@ -586,6 +606,7 @@ int main(int argc, char** argv) {
   torch_seeds(argv[2]);
   args_seeds();
   tar_seeds();
+  policy_seeds();
   printf("%u seeds in %s\n", seeds, out_dir);
   return 0;
 }

@@ -20,7 +20,7 @@ CC=clang bash .ci/build build-fuzz -DCMAKE_C_COMPILER=clang -DTTAPIPE_CUDA=OFF \
   -DTTAPIPE_SANITIZE=ON -DTTAPIPE_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug
 dir=build-fuzz/tests/fuzz
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_png fuzz_jpeg fuzz_bmp fuzz_pnm fuzz_idx fuzz_file_list fuzz_model fuzz_onnx fuzz_args fuzz_tar)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_png fuzz_jpeg fuzz_bmp fuzz_pnm fuzz_idx fuzz_file_list fuzz_model fuzz_onnx fuzz_args fuzz_tar fuzz_policy)
 
 fuzz_one() { # TARGET: one campaign, its log in findings/TARGET.log
   local t=$1 seeds=${1#fuzz_}

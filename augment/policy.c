@@ -1,0 +1,185 @@
+/* TTA policy files (ttapipe.h, "TTA policies"): the augmentation as a small text file, one
+   `key = value` a line, that `tune` writes and classify, eval, bench and the library read.
+   Hostile input as any file: at most 64 KiB, every line checked, one line of error naming the
+   file and the line; the values' ranges checked as ttp_open checks them (aug_spec_from). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tta.h"
+
+enum { POLICY_MAX_BYTES = 64 * 1024 };
+
+static const char* const merges[] = {"mean", "vote", "max", "gmean"};
+static const char* const kinds[] = {"uniform", "gaussian"};
+
+typedef enum key_id { K_COPIES, K_ORIGINAL, K_SHIFT, K_CONTRAST, K_BRIGHTNESS, K_NOISE,
+                      K_NOISE_KIND, K_CLAMP, K_SEED, K_MERGE, K_COUNT } key_id;
+static const char* const keys[K_COUNT] = {"copies", "keep_original", "shift", "contrast",
+                                          "brightness", "noise", "noise_kind", "clamp", "seed",
+                                          "merge"};
+
+/* s without the spaces and tabs around it (in place). */
+static char* trim(char* s) {
+  while (*s == ' ' || *s == '\t') s++;
+  char* end = s + strlen(s);
+  while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) *--end = '\0';
+  return s;
+}
+
+static int number(const char* s, double* v) {
+  char* end;
+  errno = 0;
+  *v = strtod(s, &end);
+  return end != s && *trim(end) == '\0' && errno == 0 && isfinite(*v);
+}
+
+static int choice(const char* s, const char* const* names, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(s, names[i]) == 0) return i;
+  return -1;
+}
+
+/* One `key = value` line into t; 0, or -1 with the reason in why. */
+static int take(char* line, ttp_tta* t, int* seen, char* why, size_t size) {
+  char* eq = strchr(line, '=');
+  if (!eq) return snprintf(why, size, "not key = value"), -1;
+  *eq = '\0';
+  const char* key = trim(line);
+  char* value = trim(eq + 1);
+  int k = choice(key, keys, K_COUNT);
+  if (k < 0) return snprintf(why, size, "unknown key '%.40s'", key), -1;
+  if (seen[k]++) return snprintf(why, size, "%s given twice", keys[k]), -1;
+  double a, b;
+  char* comma = strchr(value, ',');
+  switch ((key_id)k) {
+  case K_CONTRAST:
+  case K_BRIGHTNESS:
+    if (!comma) return snprintf(why, size, "%s: LOW, HIGH", keys[k]), -1;
+    *comma = '\0';
+    if (!number(trim(value), &a) || !number(trim(comma + 1), &b))
+      return snprintf(why, size, "%s: two numbers, LOW, HIGH", keys[k]), -1;
+    if (k == K_CONTRAST) t->contrast_min = (float)a, t->contrast_max = (float)b;
+    else t->brightness_min = (float)a, t->brightness_max = (float)b;
+    return 0;
+  case K_COPIES:
+  case K_SHIFT:
+    if (!number(value, &a) || a != floor(a) || a < 0 || a > 1e6) /* range: below */
+      return snprintf(why, size, "%s: a whole number", keys[k]), -1;
+    if (k == K_COPIES) t->copies = (int)a;
+    else t->shift = (int)a;
+    return 0;
+  case K_NOISE:
+    if (!number(value, &a)) return snprintf(why, size, "noise: a number"), -1;
+    t->noise = (float)a;
+    return 0;
+  case K_SEED: {
+    char* end;
+    errno = 0;
+    unsigned long long s = strtoull(value, &end, 10);
+    if (end == value || *end || errno || value[0] == '-')
+      return snprintf(why, size, "seed: 0..2^64-1"), -1;
+    t->seed = (uint64_t)s;
+    return 0;
+  }
+  case K_ORIGINAL:
+  case K_CLAMP: {
+    const int yes = strcmp(value, "yes") == 0;
+    if (!yes && strcmp(value, "no") != 0) return snprintf(why, size, "%s: yes or no", keys[k]), -1;
+    if (k == K_ORIGINAL) t->keep_original = yes;
+    else t->clamp = yes;
+    return 0;
+  }
+  case K_NOISE_KIND: {
+    const int i = choice(value, kinds, 2);
+    if (i < 0) return snprintf(why, size, "noise_kind: uniform or gaussian"), -1;
+    t->noise_kind = i ? TTP_NOISE_GAUSSIAN : TTP_NOISE_UNIFORM;
+    return 0;
+  }
+  case K_MERGE: {
+    const int i = choice(value, merges, 4);
+    if (i < 0) return snprintf(why, size, "merge: mean, vote, max or gmean"), -1;
+    t->merge = (ttp_merge)i;
+    return 0;
+  }
+  case K_COUNT: break;
+  }
+  return -1;
+}
+
+ttp_status ttp_read_tta_policy(const char* path, ttp_tta* out, char* error, size_t error_size) {
+  ttp_err e = {0};
+  FILE* f = path && out ? fopen(path, "rb") : NULL;
+  char* text = NULL;
+  size_t n = 0;
+  if (!path || !out) {
+    ERR(&e, TTP_ERR_INVALID_ARGUMENT, "ttp_read_tta_policy: a path and a policy are required");
+  } else if (!f) {
+    ERR(&e, TTP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  } else if (!(text = malloc(POLICY_MAX_BYTES + 1))) {
+    ERR_NOMEM(&e, POLICY_MAX_BYTES + 1);
+  } else {
+    n = fread(text, 1, POLICY_MAX_BYTES + 1, f);
+    if (ferror(f)) ERR(&e, TTP_ERR_IO, "%s: cannot read (a directory?)", path);
+    else if (n > POLICY_MAX_BYTES)
+      ERR(&e, TTP_ERR_FORMAT, "%s: larger than a policy (%d bytes)", path, POLICY_MAX_BYTES);
+    else if (memchr(text, '\0', n))
+      ERR(&e, TTP_ERR_FORMAT, "%s: a NUL byte: not a text file", path);
+  }
+  if (f) fclose(f);
+  ttp_tta t;
+  ttp_tta_init(&t);
+  int seen[K_COUNT] = {0};
+  for (size_t at = 0, line = 1; e.status == TTP_OK && at < n; line++) {
+    char* start = text + at;
+    char* nl = memchr(start, '\n', n - at);
+    const size_t len = nl ? (size_t)(nl - start) : n - at;
+    start[len] = '\0';
+    at += len + 1;
+    char* hash = strchr(start, '#');
+    if (hash) *hash = '\0';
+    char* content = trim(start);
+    char why[160];
+    if (*content && take(content, &t, seen, why, sizeof why) != 0)
+      ERR(&e, TTP_ERR_FORMAT, "%s: line %zu: %s", path, line, why);
+  }
+  free(text);
+  if (e.status == TTP_OK) { /* the ranges, as ttp_open checks them */
+    aug_spec spec;
+    ttp_merge merge;
+    if (aug_spec_from(&t, &spec, &merge, &e) != TTP_OK) err_prefix(&e, "%s: ", path);
+  }
+  if (e.status == TTP_OK) *out = t;
+  err_copy_out(&e, error, error_size);
+  return e.status;
+}
+
+ttp_status ttp_write_tta_policy(const char* path, const ttp_tta* t, const char* comment,
+                                char* error, size_t error_size) {
+  ttp_err e = {0};
+  FILE* f = path && t ? fopen(path, "w") : NULL;
+  if (!path || !t) {
+    ERR(&e, TTP_ERR_INVALID_ARGUMENT, "ttp_write_tta_policy: a path and a policy are required");
+  } else if (!f) {
+    ERR(&e, TTP_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+  } else {
+    fputs("# ttapipe TTA policy (README: \"TTA policies\")\n", f);
+    for (const char* c = comment; c && *c;) { /* each line of the comment a comment line */
+      const size_t len = strcspn(c, "\n");
+      fprintf(f, "# %.*s\n", (int)len, c);
+      c += len + (c[len] == '\n');
+    }
+    fprintf(f, "copies = %d\nkeep_original = %s\nshift = %d\ncontrast = %.9g, %.9g\n"
+               "brightness = %.9g, %.9g\nnoise = %.9g\nnoise_kind = %s\nclamp = %s\n"
+               "seed = %" PRIu64 "\nmerge = %s\n", t->copies, t->keep_original ? "yes" : "no",
+            t->shift, t->contrast_min, t->contrast_max, t->brightness_min, t->brightness_max,
+            t->noise, kinds[t->noise_kind == TTP_NOISE_GAUSSIAN], t->clamp ? "yes" : "no",
+            t->seed, (unsigned)t->merge < 4 ? merges[t->merge] : "mean");
+    if (fclose(f) != 0) ERR(&e, TTP_ERR_IO, "%s: writing failed", path);
+  }
+  err_copy_out(&e, error, error_size);
+  return e.status;
+}

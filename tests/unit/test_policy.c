@@ -1,0 +1,115 @@
+/* TTA policy files (ttp_read_tta_policy, ttp_write_tta_policy):
+   - a file giving every key, with comments, blank lines, spaces, tabs and CRLF, reads into
+     those values; a file giving some keys keeps the others' defaults; an empty file is the
+     defaults;
+   - 200 random policies (odd values in every range) written and read back are the same,
+     field by field and bit for bit (floats written with 9 significant digits);
+   - refused in one line naming the file (and the line where there is one): an unknown key, a
+     key twice, no '=', a number that does not parse, a range written with one number, a value
+     out of ttp_open's range (copies 65, contrast 9 .. 1, noise 2), a bad choice, a negative
+     seed, a NUL byte, a file over 64 KiB, a directory, a missing file; the output is untouched
+     on failure. */
+#include <string.h>
+
+#include "tests/common/check.h"
+#include "ttapipe.h"
+
+static const char* dir;
+
+static const char* write_text(const char* name, const char* text) {
+  const char* path = test_path(dir, name);
+  test_write_file(path, text, strlen(text));
+  return path;
+}
+
+static void refused(const char* name, const char* text, ttp_status want, const char* fragment) {
+  const char* path = text ? write_text(name, text) : test_path(dir, name);
+  ttp_tta t, before;
+  ttp_tta_init(&t);
+  t.copies = 13;
+  before = t;
+  char error[512] = "";
+  ttp_status s = ttp_read_tta_policy(path, &t, error, sizeof error);
+  CHECK(s == want, "%s: status %d, not %d (%s)", name, s, want, error);
+  EXPECT_MESSAGE(error, name, fragment);
+  CHECK(memcmp(&t, &before, sizeof t) == 0, "%s: the output changed on failure", name);
+}
+
+int main(void) {
+  dir = test_make_dir();
+  char error[512];
+  ttp_tta t, d;
+  ttp_tta_init(&d);
+
+  const char* full = write_text("full.policy",
+                                "# a policy\r\n\r\n  copies = 7  # seven\r\nkeep_original=no\n"
+                                "\tshift = 3\ncontrast = 0.5 ,1.5\nbrightness = -0.25, 0.125\n"
+                                "noise = 0.0625\nnoise_kind = gaussian\nclamp = no\n"
+                                "seed = 18446744073709551615\nmerge = gmean");
+  CHECK(ttp_read_tta_policy(full, &t, error, sizeof error) == TTP_OK, "%s", error);
+  CHECK(t.copies == 7 && !t.keep_original && t.shift == 3 && t.contrast_min == 0.5f &&
+            t.contrast_max == 1.5f && t.brightness_min == -0.25f && t.brightness_max == 0.125f &&
+            t.noise == 0.0625f && t.noise_kind == TTP_NOISE_GAUSSIAN && !t.clamp &&
+            t.seed == UINT64_MAX && t.merge == TTP_MERGE_GMEAN,
+        "the full policy read wrong");
+  const char* some = write_text("some.policy", "copies = 3\nmerge = vote\n");
+  CHECK(ttp_read_tta_policy(some, &t, error, sizeof error) == TTP_OK, "%s", error);
+  ttp_tta want = d;
+  want.copies = 3, want.merge = TTP_MERGE_VOTE;
+  CHECK(memcmp(&t, &want, sizeof t) == 0, "unset keys did not keep their defaults");
+  CHECK(ttp_read_tta_policy(write_text("empty.policy", ""), &t, error, sizeof error) == TTP_OK &&
+            memcmp(&t, &d, sizeof t) == 0, "an empty file is not the defaults");
+
+  test_rng rng = {53};
+  const char* round = test_path(dir, "round.policy");
+  for (int k = 0; k < 200; k++) {
+    ttp_tta w;
+    ttp_tta_init(&w);
+    w.copies = test_int(&rng, 1, 64);
+    w.keep_original = test_int(&rng, 0, 1);
+    w.shift = test_int(&rng, 0, 16);
+    w.contrast_min = (float)test_uniform(&rng, 0, 8);
+    w.contrast_max = w.contrast_min + (float)test_uniform(&rng, 0, 8);
+    w.brightness_min = (float)test_uniform(&rng, -1, 0);
+    w.brightness_max = (float)test_uniform(&rng, 0, 1);
+    w.noise = (float)test_uniform(&rng, 0, 1);
+    w.noise_kind = test_int(&rng, 0, 1) ? TTP_NOISE_GAUSSIAN : TTP_NOISE_UNIFORM;
+    w.clamp = test_int(&rng, 0, 1);
+    w.seed = test_rng_next(&rng);
+    w.merge = (ttp_merge)test_int(&rng, 0, 3);
+    CHECK(ttp_write_tta_policy(round, &w, k % 2 ? "line one\nline two = 3" : NULL, error,
+                               sizeof error) == TTP_OK, "%s", error);
+    ttp_tta r;
+    CHECK(ttp_read_tta_policy(round, &r, error, sizeof error) == TTP_OK, "policy %d: %s", k,
+          error);
+    CHECK(memcmp(&r, &w, sizeof r) == 0, "policy %d: read back differs", k);
+  }
+
+  refused("unknown.policy", "copies = 5\nwobble = 2\n", TTP_ERR_FORMAT, "line 2");
+  refused("twice.policy", "copies = 5\ncopies = 6\n", TTP_ERR_FORMAT, "twice");
+  refused("noeq.policy", "copies 5\n", TTP_ERR_FORMAT, "key = value");
+  refused("nan.policy", "noise = 0.1x\n", TTP_ERR_FORMAT, "a number");
+  refused("pair.policy", "contrast = 0.9\n", TTP_ERR_FORMAT, "LOW, HIGH");
+  refused("copies.policy", "copies = 65\n", TTP_ERR_INVALID_ARGUMENT, "copies");
+  refused("fraction.policy", "copies = 2.5\n", TTP_ERR_FORMAT, "whole number");
+  refused("order.policy", "contrast = 9, 1\n", TTP_ERR_INVALID_ARGUMENT, "contrast");
+  refused("noise.policy", "noise = 2\n", TTP_ERR_INVALID_ARGUMENT, "noise");
+  refused("kind.policy", "noise_kind = pink\n", TTP_ERR_FORMAT, "uniform or gaussian");
+  refused("merge.policy", "merge = median\n", TTP_ERR_FORMAT, "mean, vote");
+  refused("seed.policy", "seed = -1\n", TTP_ERR_FORMAT, "seed");
+  refused("yes.policy", "clamp = maybe\n", TTP_ERR_FORMAT, "yes or no");
+  const char nul[] = "copies = 5\n\0merge = mean\n";
+  test_write_file(test_path(dir, "nul.policy"), nul, sizeof nul - 1);
+  refused("nul.policy", NULL, TTP_ERR_FORMAT, "NUL");
+  char* big = malloc(70 * 1024 + 1);
+  memset(big, '#', 70 * 1024);
+  big[70 * 1024] = '\0';
+  refused("big.policy", big, TTP_ERR_FORMAT, "larger");
+  free(big);
+  refused("missing.policy", NULL, TTP_ERR_IO, "cannot open");
+  CHECK(ttp_read_tta_policy(dir, &t, error, sizeof error) == TTP_ERR_IO, "a directory: %s", error);
+  CHECK(ttp_read_tta_policy(NULL, &t, error, sizeof error) == TTP_ERR_INVALID_ARGUMENT, "NULL");
+  test_remove_tree(dir);
+  printf("test_policy: policies read, written back, and refused as they should\n");
+  return 0;
+}
