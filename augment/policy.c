@@ -150,7 +150,10 @@ ttp_status ttp_read_tta_policy(const char* path, ttp_tta* out, char* error, size
   if (e.status == TTP_OK) { /* the ranges, as ttp_open checks them */
     aug_spec spec;
     ttp_merge merge;
-    if (aug_spec_from(&t, &spec, &merge, &e) != TTP_OK) err_prefix(&e, "%s: ", path);
+    if (aug_spec_from(&t, &spec, &merge, &e) != TTP_OK) {
+      err_prefix(&e, "%s: ", path);
+      e.status = TTP_ERR_FORMAT; /* the file's content, not the caller's argument */
+    }
   }
   if (e.status == TTP_OK) *out = t;
   err_copy_out(&e, error, error_size);

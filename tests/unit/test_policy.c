@@ -85,19 +85,25 @@ int main(void) {
     CHECK(memcmp(&r, &w, sizeof r) == 0, "policy %d: read back differs", k);
   }
 
-  refused("unknown.policy", "copies = 5\nwobble = 2\n", TTP_ERR_FORMAT, "line 2");
-  refused("twice.policy", "copies = 5\ncopies = 6\n", TTP_ERR_FORMAT, "twice");
-  refused("noeq.policy", "copies 5\n", TTP_ERR_FORMAT, "key = value");
-  refused("nan.policy", "noise = 0.1x\n", TTP_ERR_FORMAT, "a number");
-  refused("pair.policy", "contrast = 0.9\n", TTP_ERR_FORMAT, "LOW, HIGH");
-  refused("copies.policy", "copies = 65\n", TTP_ERR_INVALID_ARGUMENT, "copies");
-  refused("fraction.policy", "copies = 2.5\n", TTP_ERR_FORMAT, "whole number");
-  refused("order.policy", "contrast = 9, 1\n", TTP_ERR_INVALID_ARGUMENT, "contrast");
-  refused("noise.policy", "noise = 2\n", TTP_ERR_INVALID_ARGUMENT, "noise");
-  refused("kind.policy", "noise_kind = pink\n", TTP_ERR_FORMAT, "uniform or gaussian");
-  refused("merge.policy", "merge = median\n", TTP_ERR_FORMAT, "mean, vote");
-  refused("seed.policy", "seed = -1\n", TTP_ERR_FORMAT, "seed");
-  refused("yes.policy", "clamp = maybe\n", TTP_ERR_FORMAT, "yes or no");
+  static const struct {
+    const char *name, *text, *fragment;
+  } bad[] = {
+      {"unknown.policy", "copies = 5\nwobble = 2\n", "line 2"},
+      {"twice.policy", "copies = 5\ncopies = 6\n", "twice"},
+      {"noeq.policy", "copies 5\n", "key = value"},
+      {"nan.policy", "noise = 0.1x\n", "a number"},
+      {"pair.policy", "contrast = 0.9\n", "LOW, HIGH"},
+      {"copies.policy", "copies = 65\n", "copies"},
+      {"fraction.policy", "copies = 2.5\n", "whole number"},
+      {"order.policy", "contrast = 9, 1\n", "contrast"},
+      {"noise.policy", "noise = 2\n", "noise"},
+      {"kind.policy", "noise_kind = pink\n", "uniform or gaussian"},
+      {"merge.policy", "merge = median\n", "mean, vote"},
+      {"seed.policy", "seed = -1\n", "seed"},
+      {"yes.policy", "clamp = maybe\n", "yes or no"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+    refused(bad[k].name, bad[k].text, TTP_ERR_FORMAT, bad[k].fragment);
   const char nul[] = "copies = 5\n\0merge = mean\n";
   test_write_file(test_path(dir, "nul.policy"), nul, sizeof nul - 1);
   refused("nul.policy", NULL, TTP_ERR_FORMAT, "NUL");
