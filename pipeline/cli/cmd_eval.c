@@ -406,7 +406,7 @@ static int run_eval(const cli_args* a) {
   if (rc == CLI_EXIT_OK && !(probs = malloc(d.count * (size_t)classes * sizeof *probs)))
     rc = cli_fail("out of memory for %zu images' probabilities", d.count);
   const size_t pixels = (size_t)d.images.channels * d.images.rows * d.images.cols;
-  const uint8_t* images = d.images.pixels + d.first * pixels;
+  const uint8_t* images = rc == CLI_EXIT_OK ? d.images.pixels + d.first * pixels : NULL;
   double seconds = 0;
   if (rc == CLI_EXIT_OK) {
     double start = cli_now();
