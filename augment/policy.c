@@ -160,6 +160,15 @@ ttp_status ttp_read_tta_policy(const char* path, ttp_tta* out, char* error, size
   return e.status;
 }
 
+/* The shortest decimal form of v that reads back as v (0.85, not 0.850000024). */
+static const char* shortest(float v, char buf[32]) {
+  for (int digits = 6; digits <= 9; digits++) {
+    snprintf(buf, 32, "%.*g", digits, v);
+    if (strtof(buf, NULL) == v) break;
+  }
+  return buf;
+}
+
 ttp_status ttp_write_tta_policy(const char* path, const ttp_tta* t, const char* comment,
                                 char* error, size_t error_size) {
   ttp_err e = {0};
@@ -175,12 +184,14 @@ ttp_status ttp_write_tta_policy(const char* path, const ttp_tta* t, const char* 
       fprintf(f, "# %.*s\n", (int)len, c);
       c += len + (c[len] == '\n');
     }
-    fprintf(f, "copies = %d\nkeep_original = %s\nshift = %d\ncontrast = %.9g, %.9g\n"
-               "brightness = %.9g, %.9g\nnoise = %.9g\nnoise_kind = %s\nclamp = %s\n"
+    char b[5][32];
+    fprintf(f, "copies = %d\nkeep_original = %s\nshift = %d\ncontrast = %s, %s\n"
+               "brightness = %s, %s\nnoise = %s\nnoise_kind = %s\nclamp = %s\n"
                "seed = %" PRIu64 "\nmerge = %s\n", t->copies, t->keep_original ? "yes" : "no",
-            t->shift, t->contrast_min, t->contrast_max, t->brightness_min, t->brightness_max,
-            t->noise, kinds[t->noise_kind == TTP_NOISE_GAUSSIAN], t->clamp ? "yes" : "no",
-            t->seed, (unsigned)t->merge < 4 ? merges[t->merge] : "mean");
+            t->shift, shortest(t->contrast_min, b[0]), shortest(t->contrast_max, b[1]),
+            shortest(t->brightness_min, b[2]), shortest(t->brightness_max, b[3]),
+            shortest(t->noise, b[4]), kinds[t->noise_kind == TTP_NOISE_GAUSSIAN],
+            t->clamp ? "yes" : "no", t->seed, (unsigned)t->merge < 4 ? merges[t->merge] : "mean");
     if (fclose(f) != 0) ERR(&e, TTP_ERR_IO, "%s: writing failed", path);
   }
   err_copy_out(&e, error, error_size);

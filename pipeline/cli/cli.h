@@ -67,6 +67,9 @@ int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_pla
    and the merge `merge` (a ttp_merge, when >= 0): eval's pass of copy 0 alone (the same copy 0,
    bit for bit) and its mean of the copies under --merge vote. */
 int cli_open_pipeline_variant(const cli_args* a, int copies, int merge, ttp_pipeline** p);
+/* The same pipeline with the augmentation tta instead of the arguments' (tune's candidates). */
+int cli_open_pipeline_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tta,
+                          ttp_pipeline** p);
 
 /* One line describing the augmentation: "5 copies (copy 0 as it is), shift 2 px, ...". */
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size);
@@ -81,6 +84,6 @@ int cli_fail(const char* fmt, ...)
 /* Seconds on a monotonic clock. */
 double cli_now(void);
 
-extern const cli_command cli_eval, cli_classify, cli_info, cli_bench, cli_merge;
+extern const cli_command cli_eval, cli_classify, cli_info, cli_bench, cli_merge, cli_tune;
 
 #endif

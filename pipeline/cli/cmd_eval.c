@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "labelled.h"
 #include "metrics.h"
 #include "report.h"
 
@@ -21,46 +22,7 @@ static const cli_option eval_options[] = {
     {NULL, NULL, NULL},
 };
 
-typedef struct eval_data {
-  ttp_images images;
-  uint8_t* labels;
-  size_t first, count; /* the slice evaluated */
-} eval_data;
-
-/* Reads both files and checks them against each other and the model. */
-static int load(const cli_args* a, const ttp_model_info* m, eval_data* d) {
-  const char *images, *labels;
-  long offset = 0, limit = -1;
-  int rc;
-  if ((rc = cli_require(a, "images", &images)) || (rc = cli_require(a, "labels", &labels)) ||
-      (rc = cli_get_long(a, "offset", 0, 2147483647L, &offset)) ||
-      (rc = cli_get_long(a, "limit", 1, 2147483647L, &limit)))
-    return rc;
-  char error[TTP_ERROR_SIZE];
-  size_t label_count;
-  if (ttp_read_idx_images(images, &d->images, error, sizeof error) != TTP_OK ||
-      ttp_read_idx_labels(labels, &d->labels, &label_count, error, sizeof error) != TTP_OK)
-    return cli_fail("%s", error);
-  if (d->images.channels != m->input_channels || d->images.rows != m->input_rows ||
-      d->images.cols != m->input_cols)
-    return cli_fail("%s: images are %dx%dx%d, the model needs %dx%dx%d (channels x rows x "
-                    "columns; IDX with 4 dimensions for 3 channels)", images, d->images.channels,
-                    d->images.rows, d->images.cols, m->input_channels, m->input_rows,
-                    m->input_cols);
-  if (label_count != d->images.count)
-    return cli_fail("%s has %zu labels for the %zu images of %s", labels, label_count,
-                    d->images.count, images);
-  for (size_t i = 0; i < label_count; i++)
-    if (d->labels[i] >= m->classes)
-      return cli_fail("%s: label %zu is %d, but the model has %d classes", labels, i,
-                      d->labels[i], m->classes);
-  if ((size_t)offset >= d->images.count)
-    return cli_fail("--offset %ld is past the %zu images of %s", offset, d->images.count, images);
-  d->first = (size_t)offset;
-  d->count = d->images.count - d->first;
-  if (limit > 0 && (size_t)limit < d->count) d->count = (size_t)limit;
-  return CLI_EXIT_OK;
-}
+typedef cli_labelled eval_data; /* labelled.h */
 
 static void print_summary(const cli_args* a, ttp_pipeline* p, const ttp_tta* tta, const eval_data* d,
                           const ttp_result* results, double seconds) {
@@ -373,21 +335,12 @@ static int write_json(const char* path, const metrics* m, const ttp_tta* tta, si
                       double seconds) {
   FILE* f = fopen(path, "w");
   if (!f) return cli_fail("%s: cannot create", path);
-  fprintf(f, "{\n  \"images\": %zu, \"correct\": %zu, \"accuracy\": %.9f,\n", m->images,
-          m->correct, m->accuracy);
+  fprintf(f, "{\n  \"copies\": %d, \"seconds\": %.6f,\n", tta->copies, seconds);
   if (tta->copies > 1)
     fprintf(f, "  \"copy0_correct\": %zu, \"copy0_accuracy\": %.9f,\n", copy0_correct,
             (double)copy0_correct / m->images);
-  fprintf(f, "  \"copies\": %d, \"nll\": %.9f, \"brier\": %.9f, \"ece\": %.9f, "
-             "\"seconds\": %.6f,\n  \"auroc\": {\"one_minus_confidence\": %.9f, "
-             "\"entropy\": %.9f, \"spread\": %.9f},\n  \"bins\": [", tta->copies, m->nll,
-          m->brier, m->ece, seconds, m->auroc_confidence, m->auroc_entropy, m->auroc_spread);
-  for (int b = 0; b < METRICS_BINS; b++)
-    fprintf(f, "%s\n    {\"low\": %.9f, \"high\": %.9f, \"count\": %zu, \"confidence\": %.9f, "
-               "\"accuracy\": %.9f}", b ? "," : "", (double)b / METRICS_BINS,
-            (double)(b + 1) / METRICS_BINS, m->bins[b].count, m->bins[b].confidence,
-            m->bins[b].accuracy);
-  fprintf(f, "\n  ]\n}\n");
+  metrics_json(f, m, "  ");
+  fprintf(f, "\n}\n");
   return fclose(f) == 0 ? CLI_EXIT_OK : cli_fail("%s: writing failed", path);
 }
 
@@ -397,7 +350,7 @@ static int run_eval(const cli_args* a) {
   eval_data d = {0};
   ttp_result* results = NULL;
   int rc = cli_open_pipeline(a, 0, TTP_PLAN_MEASURE, 0, &p, &tta);
-  if (rc == CLI_EXIT_OK) rc = load(a, ttp_model(p), &d);
+  if (rc == CLI_EXIT_OK) rc = cli_load_labelled(a, ttp_model(p), &d);
   const int classes = rc == CLI_EXIT_OK ? ttp_model(p)->classes : 0;
   if (rc == CLI_EXIT_OK && !(results = malloc(d.count * sizeof *results)))
     rc = cli_fail("out of memory for %zu results", d.count);
@@ -440,8 +393,7 @@ static int run_eval(const cli_args* a) {
   }
   free(probs);
   free(results);
-  ttp_free(d.images.pixels);
-  ttp_free(d.labels);
+  cli_labelled_free(&d);
   ttp_close(p);
   return rc;
 }

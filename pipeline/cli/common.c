@@ -83,11 +83,12 @@ int cli_get_devices(const cli_args* a, int* devices, int* count) {
   }
 }
 
-/* cli_open_pipeline, with `copies` copies instead of the arguments' when copies > 0 and the
-   merge `merge` instead of theirs when merge >= 0. */
+/* cli_open_pipeline, with `copies` copies instead of the arguments' when copies > 0, the
+   merge `merge` instead of theirs when merge >= 0, and the whole augmentation `given` instead
+   of theirs when given is not NULL. */
 static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
-                         int default_device, int copies, int merge, ttp_pipeline** p,
-                         ttp_tta* tta) {
+                         int default_device, int copies, int merge, const ttp_tta* given,
+                         ttp_pipeline** p, ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
   static const char* const precisions[] = {"fp32", "fp16", NULL};
@@ -104,6 +105,7 @@ static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_
       (rc = cli_get_devices(a, devices, &device_count)) ||
       (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = tta_from_args(a, tta)))
     return rc;
+  if (given) *tta = *given;
   if (copies > 0) tta->copies = copies;
   if (merge >= 0) tta->merge = (ttp_merge)merge;
   o.engine = cli_engine_ids[engine];
@@ -145,12 +147,18 @@ static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_
 
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
                       int default_device, ttp_pipeline** p, ttp_tta* tta) {
-  return open_pipeline(a, default_slots, default_plan, default_device, 0, -1, p, tta);
+  return open_pipeline(a, default_slots, default_plan, default_device, 0, -1, NULL, p, tta);
 }
 
 int cli_open_pipeline_variant(const cli_args* a, int copies, int merge, ttp_pipeline** p) {
   ttp_tta tta;
-  return open_pipeline(a, 0, TTP_PLAN_MEASURE, 0, copies, merge, p, &tta);
+  return open_pipeline(a, 0, TTP_PLAN_MEASURE, 0, copies, merge, NULL, p, &tta);
+}
+
+int cli_open_pipeline_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tta,
+                          ttp_pipeline** p) {
+  ttp_tta used;
+  return open_pipeline(a, 0, default_plan, 0, 0, -1, tta, p, &used);
 }
 
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {

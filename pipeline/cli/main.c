@@ -4,7 +4,7 @@
 #include "cli.h"
 
 static const cli_command* const commands[] = {&cli_classify, &cli_eval, &cli_info, &cli_bench,
-                                              &cli_merge};
+                                              &cli_merge, &cli_tune};
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
 
 static void print_usage(FILE* f) {

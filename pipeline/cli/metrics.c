@@ -81,3 +81,17 @@ int metrics_compute(const float* probs, const uint8_t* labels, const ttp_result*
   free(s), free(entropy);
   return 0;
 }
+
+void metrics_json(FILE* f, const metrics* m, const char* in) {
+  fprintf(f, "%s\"images\": %zu, \"correct\": %zu, \"accuracy\": %.9f,\n%s\"nll\": %.9f, "
+             "\"brier\": %.9f, \"ece\": %.9f,\n%s\"auroc\": {\"one_minus_confidence\": %.9f, "
+             "\"entropy\": %.9f, \"spread\": %.9f},\n%s\"bins\": [", in, m->images, m->correct,
+          m->accuracy, in, m->nll, m->brier, m->ece, in, m->auroc_confidence, m->auroc_entropy,
+          m->auroc_spread, in);
+  for (int b = 0; b < METRICS_BINS; b++)
+    fprintf(f, "%s\n%s  {\"low\": %.9f, \"high\": %.9f, \"count\": %zu, \"confidence\": %.9f, "
+               "\"accuracy\": %.9f}", b ? "," : "", in, (double)b / METRICS_BINS,
+            (double)(b + 1) / METRICS_BINS, m->bins[b].count, m->bins[b].confidence,
+            m->bins[b].accuracy);
+  fprintf(f, "\n%s]", in);
+}

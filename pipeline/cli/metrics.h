@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ttapipe.h"
 
@@ -35,5 +36,9 @@ typedef struct metrics {
    (class and spread). Returns 0, or -1 when out of memory. */
 int metrics_compute(const float* probs, const uint8_t* labels, const ttp_result* results,
                     size_t n, int classes, metrics* out);
+
+/* m's fields as JSON members ("images", "correct", "accuracy", "nll", "brier", "ece", "auroc",
+   "bins"), each line starting with indent, without the braces around them. */
+void metrics_json(FILE* f, const metrics* m, const char* indent);
 
 #endif

@@ -1,6 +1,7 @@
 """An independent computation of eval's metrics (pipeline/cli/metrics.h) from classify --probs.
 
-Usage: calibration.py EVAL_JSON CLASSIFY_CSV [COPY0_CSV]
+Usage: calibration.py EVAL_JSON CLASSIFY_CSV [COPY0_CSV | --key A.B]
+(--key A.B: the metrics are the JSON's member A's member B, as tune's "heldout"."chosen".)
 CLASSIFY_CSV: `ttapipe classify --probs` over the same images exported as NNNNN_labelK.png; the
 label comes from the name. Checks accuracy, NLL, Brier, ECE (15 bins, each bin's count, mean
 confidence and accuracy) and the AUROC of 1 - confidence, entropy and spread against eval's
@@ -36,6 +37,9 @@ def auroc(scores, wrong):
 
 def main():
     want = json.load(open(sys.argv[1]))
+    key = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--key" else None
+    for part in key.split(".") if key else []:
+        want = want[part]
     rows = rows_of(sys.argv[2])
     n, failures = len(rows), []
 
@@ -70,7 +74,7 @@ def main():
     near("auroc 1 - confidence", auroc([1 - c for c in conf], wrong), want["auroc"]["one_minus_confidence"], 2e-3)
     near("auroc entropy", auroc(entropy, wrong), want["auroc"]["entropy"], 2e-3)
     near("auroc spread", auroc([s for _, _, s, _ in rows], wrong), want["auroc"]["spread"], 2e-3)
-    if len(sys.argv) > 3:
+    if len(sys.argv) > 3 and not key:
         alone = rows_of(sys.argv[3])
         near("copy 0 accuracy", sum(c == label for label, c, _, _ in alone) / n, want["copy0_accuracy"], 1e-8)
     for f in failures:

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# ttapipe tune on MNIST's test images 9000..9399 (../shared/datasets/mnist), the CPU engine,
+# 6 candidates, objective NLL:
+#   - the two splits (--splits) are disjoint, 200 images each, and together the slice;
+#   - the chosen policy's held-out metrics (--json) equal tests/e2e/calibration.py's own
+#     computation on `classify --probs --tta-policy` of the held-out images as PNG files;
+#   - the search is deterministic: a second run writes the same policy and splits; another
+#     --split-seed gives another split;
+# Skipped (77) without the dataset.
+# Usage: tune.sh TTAPIPE TTP_EXPORT MODEL_DIR DATASETS_DIR PYTHON
+set -u
+ttapipe=$1 export_tool=$2 model=$3 datasets=$4 python=${5:-python3}
+images=$datasets/mnist/t10k-images-idx3-ubyte.gz labels=$datasets/mnist/t10k-labels-idx1-ubyte.gz
+[ -f "$images" ] && [ -f "$labels" ] || { echo "skipped: no $images"; exit 77; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/ttapipe-tune-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+tune() { "$ttapipe" tune --model "$model" --engine cpu --threads 2 --images "$images" \
+           --labels "$labels" --offset 9000 --limit 400 --candidates 6 --objective nll --quiet "$@"; }
+tune -o "$work/a.policy" --json "$work/a.json" --splits "$work/a.splits" >"$work/a.txt" ||
+  { echo "FAIL: tune"; cat "$work/a.txt"; exit 1; }
+cat "$work/a.txt"
+"$python" - "$work/a.splits" "$work/a.json" <<'PY' || fail "the splits"
+import json, sys
+lines = dict(line.split(None, 1) for line in open(sys.argv[1]))
+tune, held = [set(map(int, lines[k].split())) for k in ("tune", "heldout")]
+assert len(tune) == 200 and len(held) == 200, (len(tune), len(held))
+assert not tune & held, "the splits overlap"
+assert tune | held == set(range(9000, 9400)), "the splits are not the slice"
+j = json.load(open(sys.argv[2]))
+assert j["tune_images"] == 200 and j["heldout_images"] == 200 and j["candidates"] <= 6, j
+print("splits: disjoint, 200 + 200, the slice")
+PY
+# The held-out images as PNG files, classified with the chosen policy.
+"$export_tool" "$images" "$labels" "$work/set" >/dev/null || fail "export"
+for i in $(sed -n 's/^heldout //p' "$work/a.splits"); do
+  printf '%s/set/%05d_label' "$work" "$i"
+  ls "$work/set" | sed -n "$((i + 1))p" | sed 's/^[0-9]*_label//'
+done >"$work/held.list"
+"$ttapipe" classify --model "$model" --engine cpu --threads 2 --invert no --quiet --probs \
+  --tta-policy "$work/a.policy" -o "$work/held.csv" --files-from "$work/held.list" || fail "classify"
+"$python" "$(dirname "$0")/calibration.py" "$work/a.json" "$work/held.csv" --key heldout.chosen ||
+  fail "held-out metrics"
+tune -o "$work/b.policy" --splits "$work/b.splits" >/dev/null || fail "tune again"
+cmp -s "$work/a.policy" "$work/b.policy" || fail "a second run chose another policy"
+cmp -s "$work/a.splits" "$work/b.splits" || fail "a second run split otherwise"
+tune -o "$work/c.policy" --splits "$work/c.splits" --split-seed 2 --candidates 2 >/dev/null || fail "seed 2"
+cmp -s "$work/a.splits" "$work/c.splits" && fail "--split-seed 2 gave the same split"
+[ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }
+echo "tune: disjoint splits, held-out metrics recomputed, deterministic"
