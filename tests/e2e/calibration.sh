@@ -6,17 +6,20 @@
 # copy 0's accuracy from the CSV and compares. Then eval --merge vote: its calibration is that
 # of the mean of the copies (NLL and Brier equal the mean merge's). Skipped (77) without the
 # dataset.
-# Usage: calibration.sh TTAPIPE TTP_EXPORT MODEL_DIR DATASETS_DIR PYTHON
+# small (the sanitized build): images 9800..9999.
+# Usage: calibration.sh TTAPIPE TTP_EXPORT MODEL_DIR DATASETS_DIR PYTHON [full|small]
 set -u
-ttapipe=$1 export_tool=$2 model=$3 datasets=$4 python=${5:-python3}
+ttapipe=$1 export_tool=$2 model=$3 datasets=$4 python=${5:-python3} size=${6:-full}
+first=9000 count=1000
+[ "$size" = small ] && first=9800 count=200
 images=$datasets/mnist/t10k-images-idx3-ubyte.gz labels=$datasets/mnist/t10k-labels-idx1-ubyte.gz
 [ -f "$images" ] && [ -f "$labels" ] || { echo "skipped: no $images"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/ttapipe-calibration-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 "$export_tool" "$images" "$labels" "$work/set" >/dev/null || { echo "FAIL: export"; exit 1; }
-ls "$work/set" | sed -n '9001,10000p' | sed "s|^|$work/set/|" >"$work/list"
+ls "$work/set" | sed -n "$((first + 1)),$((first + count))p" | sed "s|^|$work/set/|" >"$work/list"
 common=(--model "$model" --engine cpu --threads 2 --tta 3)
-slice=(--images "$images" --labels "$labels" --offset 9000 --limit 1000)
+slice=(--images "$images" --labels "$labels" --offset $first --limit $count)
 "$ttapipe" eval "${common[@]}" "${slice[@]}" --json "$work/m.json" >"$work/eval.txt" ||
   { echo "FAIL: eval"; exit 1; }
 "$ttapipe" classify "${common[@]}" --probs --invert no --quiet -o "$work/c.csv" \

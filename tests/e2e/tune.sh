@@ -7,9 +7,12 @@
 #   - the search is deterministic: a second run writes the same policy and splits; another
 #     --split-seed gives another split;
 # Skipped (77) without the dataset.
-# Usage: tune.sh TTAPIPE TTP_EXPORT MODEL_DIR DATASETS_DIR PYTHON
+# small (the sanitized build): 100 + 100 images, 3 candidates.
+# Usage: tune.sh TTAPIPE TTP_EXPORT MODEL_DIR DATASETS_DIR PYTHON [full|small]
 set -u
-ttapipe=$1 export_tool=$2 model=$3 datasets=$4 python=${5:-python3}
+ttapipe=$1 export_tool=$2 model=$3 datasets=$4 python=${5:-python3} size=${6:-full}
+count=400 candidates=6
+[ "$size" = small ] && count=200 candidates=3
 images=$datasets/mnist/t10k-images-idx3-ubyte.gz labels=$datasets/mnist/t10k-labels-idx1-ubyte.gz
 [ -f "$images" ] && [ -f "$labels" ] || { echo "skipped: no $images"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/ttapipe-tune-XXXXXX")
@@ -17,20 +20,22 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 tune() { "$ttapipe" tune --model "$model" --engine cpu --threads 2 --images "$images" \
-           --labels "$labels" --offset 9000 --limit 400 --candidates 6 --objective nll --quiet "$@"; }
+           --labels "$labels" --offset 9000 --limit $count --candidates $candidates --objective nll --quiet "$@"; }
 tune -o "$work/a.policy" --json "$work/a.json" --splits "$work/a.splits" >"$work/a.txt" ||
   { echo "FAIL: tune"; cat "$work/a.txt"; exit 1; }
 cat "$work/a.txt"
-"$python" - "$work/a.splits" "$work/a.json" <<'PY' || fail "the splits"
+"$python" - "$work/a.splits" "$work/a.json" "$count" "$candidates" <<'PY' || fail "the splits"
 import json, sys
 lines = dict(line.split(None, 1) for line in open(sys.argv[1]))
 tune, held = [set(map(int, lines[k].split())) for k in ("tune", "heldout")]
-assert len(tune) == 200 and len(held) == 200, (len(tune), len(held))
+count, candidates = int(sys.argv[3]), int(sys.argv[4])
+assert len(tune) == count // 2 and len(held) == count // 2, (len(tune), len(held))
 assert not tune & held, "the splits overlap"
-assert tune | held == set(range(9000, 9400)), "the splits are not the slice"
+assert tune | held == set(range(9000, 9000 + count)), "the splits are not the slice"
 j = json.load(open(sys.argv[2]))
-assert j["tune_images"] == 200 and j["heldout_images"] == 200 and j["candidates"] <= 6, j
-print("splits: disjoint, 200 + 200, the slice")
+assert j["tune_images"] == count // 2 and j["heldout_images"] == count // 2, j
+assert j["candidates"] <= candidates, j
+print(f"splits: disjoint, {count // 2} + {count // 2}, the slice")
 PY
 # The held-out images as PNG files, classified with the chosen policy.
 "$export_tool" "$images" "$labels" "$work/set" >/dev/null || fail "export"
