@@ -1374,6 +1374,10 @@ inline stage1_split stage1_split_of(const fused_shape& s, int count) {
   p.per = (s.copies + want - 1) / want;
   p.shares = (s.copies + p.per - 1) / p.per;
   p.parts = p.per > 1 ? 1 : max(1, min(groups, s.sms / (count * s.copies)));
+  /* Every part some groups: 6 groups in 5 parts of 2 would leave the last with -2 (its item
+     then wrote before act1: fp16, 3 copies, 8 images) and 6 in 4 the last with none. */
+  const int per_part = (groups + p.parts - 1) / p.parts;
+  p.parts = (groups + per_part - 1) / per_part;
   return p;
 }
 
