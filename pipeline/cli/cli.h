@@ -63,13 +63,11 @@ int cli_get_devices(const cli_args* a, int* devices, int* count);
    settings the library finds out of range, or CLI_EXIT_FATAL). */
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
                       int default_device, ttp_pipeline** p, ttp_tta* tta);
-/* The same pipeline with `copies` copies (when > 0) of the augmentation the arguments describe
-   and the merge `merge` (a ttp_merge, when >= 0): eval's pass of copy 0 alone (the same copy 0,
-   bit for bit) and its mean of the copies under --merge vote. */
-int cli_open_pipeline_variant(const cli_args* a, int copies, int merge, ttp_pipeline** p);
-/* The same pipeline with the augmentation tta instead of the arguments' (tune's candidates). */
-int cli_open_pipeline_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tta,
-                          ttp_pipeline** p);
+/* A pass over n images with the pipeline the arguments describe but the augmentation tta: its
+   results (NULL: not kept) and probabilities (NULL: none). eval's copy 0 alone and its mean of
+   a vote's copies, tune's candidates. Returns CLI_EXIT_OK or the exit code after printing why. */
+int cli_classify_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tta,
+                     const uint8_t* images, size_t n, ttp_result* results, float* probs);
 
 /* One line describing the augmentation: "5 copies (copy 0 as it is), shift 2 px, ...". */
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size);

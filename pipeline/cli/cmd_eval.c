@@ -304,22 +304,6 @@ static int write_report(const char* path, const cli_args* a, ttp_pipeline* p,
   return rc;
 }
 
-/* Another pass over the images with the pipeline the arguments describe, but `copies` copies
-   (> 0) or the merge `merge` (>= 0): results and probabilities (either may be NULL). */
-static int pass(const cli_args* a, int copies, int merge, const uint8_t* images, size_t n,
-                ttp_result* results, float* probs) {
-  ttp_pipeline* other = NULL;
-  ttp_result* scratch = results ? NULL : malloc(n * sizeof *scratch);
-  int rc = results || scratch ? cli_open_pipeline_variant(a, copies, merge, &other)
-                              : cli_fail("out of memory");
-  if (rc == CLI_EXIT_OK && ttp_classify(other, images, n, results ? results : scratch, probs) !=
-                               TTP_OK)
-    rc = cli_fail("%s", ttp_last_error(other));
-  ttp_close(other);
-  free(scratch);
-  return rc;
-}
-
 static void print_metrics(const metrics* m, const ttp_tta* tta, size_t copy0_correct) {
   printf("\ncalibration  NLL %.4f, Brier %.4f, ECE %.4f (%d bins)%s\n", m->nll, m->brier, m->ece,
          METRICS_BINS, tta->merge == TTP_MERGE_VOTE ? ", on the mean of the copies" : "");
@@ -371,15 +355,21 @@ static int run_eval(const cli_args* a) {
   size_t copy0_correct = 0;
   if (rc == CLI_EXIT_OK && tta.copies > 1) {
     ttp_result* alone = malloc(d.count * sizeof *alone);
-    rc = alone ? pass(a, 1, -1, images, d.count, alone, NULL) : cli_fail("out of memory");
+    ttp_tta one = tta;
+    one.copies = 1;
+    rc = alone ? cli_classify_tta(a, TTP_PLAN_MEASURE, &one, images, d.count, alone, NULL)
+               : cli_fail("out of memory");
     for (size_t i = 0; rc == CLI_EXIT_OK && i < d.count; i++)
       copy0_correct += alone[i].class_index == d.labels[d.first + i];
     free(alone);
   }
   /* A vote's vector is the share of votes, 0 for a class no copy chose: its probabilities are
      the mean of the copies' (the same copies, merged by mean), its answers the vote's. */
-  if (rc == CLI_EXIT_OK && tta.merge == TTP_MERGE_VOTE)
-    rc = pass(a, -1, TTP_MERGE_MEAN, images, d.count, NULL, probs);
+  if (rc == CLI_EXIT_OK && tta.merge == TTP_MERGE_VOTE) {
+    ttp_tta mean = tta;
+    mean.merge = TTP_MERGE_MEAN;
+    rc = cli_classify_tta(a, TTP_PLAN_MEASURE, &mean, images, d.count, NULL, probs);
+  }
   metrics m;
   if (rc == CLI_EXIT_OK &&
       metrics_compute(probs, d.labels + d.first, results, d.count, classes, &m) != 0)

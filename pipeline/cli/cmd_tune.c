@@ -97,23 +97,13 @@ static int evaluate(tuner* u, const ttp_tta* t, int s, metrics* m) {
   const size_t n = u->n[s];
   ttp_result* results = malloc(n * sizeof *results);
   float* probs = malloc(n * (size_t)u->classes * sizeof *probs);
-  ttp_pipeline* p = NULL;
-  int rc = results && probs ? cli_open_pipeline_tta(u->a, TTP_PLAN_HEURISTIC, t, &p)
+  int rc = results && probs ? cli_classify_tta(u->a, TTP_PLAN_HEURISTIC, t, u->images[s], n,
+                                                results, probs)
                             : cli_fail("out of memory");
-  if (rc == CLI_EXIT_OK && ttp_classify(p, u->images[s], n, results, probs) != TTP_OK)
-    rc = cli_fail("%s", ttp_last_error(p));
-  ttp_close(p);
-  p = NULL;
   if (rc == CLI_EXIT_OK && t->merge == TTP_MERGE_VOTE) {
     ttp_tta mean = *t;
     mean.merge = TTP_MERGE_MEAN;
-    ttp_result* scratch = malloc(n * sizeof *scratch);
-    rc = scratch ? cli_open_pipeline_tta(u->a, TTP_PLAN_HEURISTIC, &mean, &p)
-                 : cli_fail("out of memory");
-    if (rc == CLI_EXIT_OK && ttp_classify(p, u->images[s], n, scratch, probs) != TTP_OK)
-      rc = cli_fail("%s", ttp_last_error(p));
-    ttp_close(p);
-    free(scratch);
+    rc = cli_classify_tta(u->a, TTP_PLAN_HEURISTIC, &mean, u->images[s], n, NULL, probs);
   }
   if (rc == CLI_EXIT_OK && metrics_compute(probs, u->labels[s], results, n, u->classes, m) != 0)
     rc = cli_fail("out of memory");
@@ -141,8 +131,6 @@ static int try_policy(tuner* u, const ttp_tta* given, int* index) {
     fprintf(stderr, "\rtune: %d of at most %d policies tried   ", u->count, u->budget);
   return CLI_EXIT_OK;
 }
-
-static void describe(const ttp_tta* t, char* buf, size_t size) { cli_describe_tta(t, buf, size); }
 
 static void print_row(const char* name, const metrics* m) {
   const double margin = 1.96 * sqrt(m->accuracy * (1 - m->accuracy) / (double)m->images);
@@ -239,7 +227,7 @@ static int run_tune(const cli_args* a) {
   for (int k = 0; k < 3 && rc == CLI_EXIT_OK; k++) rc = evaluate(u, &policies[k], 1, &held[k]);
   if (rc == CLI_EXIT_OK) {
     char text[256];
-    describe(&policies[2], text, sizeof text);
+    cli_describe_tta(&policies[2], text, sizeof text);
     printf("model     %s; %s\n", cli_get(a, "model"), engine);
     printf("split     %zu images tuned on, %zu held out (seed %llu)\n", u->n[0], u->n[1],
            (unsigned long long)split_seed);

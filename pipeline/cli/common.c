@@ -83,12 +83,11 @@ int cli_get_devices(const cli_args* a, int* devices, int* count) {
   }
 }
 
-/* cli_open_pipeline, with `copies` copies instead of the arguments' when copies > 0, the
-   merge `merge` instead of theirs when merge >= 0, and the whole augmentation `given` instead
-   of theirs when given is not NULL. */
+/* cli_open_pipeline, with the augmentation `given` instead of the arguments' when given is not
+   NULL. */
 static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
-                         int default_device, int copies, int merge, const ttp_tta* given,
-                         ttp_pipeline** p, ttp_tta* tta) {
+                         int default_device, const ttp_tta* given, ttp_pipeline** p,
+                         ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
   static const char* const precisions[] = {"fp32", "fp16", NULL};
@@ -106,8 +105,6 @@ static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_
       (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = tta_from_args(a, tta)))
     return rc;
   if (given) *tta = *given;
-  if (copies > 0) tta->copies = copies;
-  if (merge >= 0) tta->merge = (ttp_merge)merge;
   o.engine = cli_engine_ids[engine];
   o.precision = precision ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
   o.max_batch = (int)batch;
@@ -147,18 +144,21 @@ static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_
 
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
                       int default_device, ttp_pipeline** p, ttp_tta* tta) {
-  return open_pipeline(a, default_slots, default_plan, default_device, 0, -1, NULL, p, tta);
+  return open_pipeline(a, default_slots, default_plan, default_device, NULL, p, tta);
 }
 
-int cli_open_pipeline_variant(const cli_args* a, int copies, int merge, ttp_pipeline** p) {
-  ttp_tta tta;
-  return open_pipeline(a, 0, TTP_PLAN_MEASURE, 0, copies, merge, NULL, p, &tta);
-}
-
-int cli_open_pipeline_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tta,
-                          ttp_pipeline** p) {
+int cli_classify_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tta,
+                     const uint8_t* images, size_t n, ttp_result* results, float* probs) {
+  ttp_pipeline* p = NULL;
   ttp_tta used;
-  return open_pipeline(a, 0, default_plan, 0, 0, -1, tta, p, &used);
+  ttp_result* scratch = results ? NULL : malloc(n * sizeof *scratch);
+  int rc = results || scratch ? open_pipeline(a, 0, default_plan, 0, tta, &p, &used)
+                              : cli_fail("out of memory");
+  if (rc == CLI_EXIT_OK && ttp_classify(p, images, n, results ? results : scratch, probs) != TTP_OK)
+    rc = cli_fail("%s", ttp_last_error(p));
+  ttp_close(p);
+  free(scratch);
+  return rc;
 }
 
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {
