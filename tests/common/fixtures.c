@@ -105,6 +105,20 @@ void fixture_drawing(uint8_t* pixels, int w, int h, int channels, int light_grou
     }
 }
 
+ttp_pipeline* fixture_open_gpu(const char* model_dir, ttp_engine engine, ttp_precision precision,
+                               int copies) {
+  ttp_tta tta;
+  ttp_tta_init(&tta);
+  tta.copies = copies;
+  ttp_options o;
+  ttp_options_init(&o);
+  o.model_dir = model_dir, o.engine = engine, o.precision = precision, o.tta = &tta;
+  o.max_batch = 256, o.plan = TTP_PLAN_HEURISTIC, o.threads = 2;
+  ttp_pipeline* p = NULL;
+  CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
+  return p;
+}
+
 ttp_pipeline* fixture_open(const char* model_dir, ttp_engine engine, const ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);

@@ -70,6 +70,12 @@ size_t fixture_jpeg_bytes(const fixture_jpeg_spec* spec, const uint8_t* pixels, 
    be NULL), or dies saying why. */
 ttp_pipeline* fixture_open(const char* model_dir, ttp_engine engine, const ttp_tta* tta);
 
+/* The GPU tests' pipeline: the engine in precision with `copies` augmented copies, batches of
+   256 (so that a few hundred images make several), cuDNN's heuristic plan, 2 CPU threads; or
+   dies saying why. */
+ttp_pipeline* fixture_open_gpu(const char* model_dir, ttp_engine engine, ttp_precision precision,
+                               int copies);
+
 /* A drawing: a thick ring and a bar, light strokes on a dark ground (or the reverse), with a
    little noise, w x h x channels bytes (alpha, if any, opaque). */
 void fixture_drawing(uint8_t* pixels, int w, int h, int channels, int light_ground, uint64_t seed);

@@ -25,19 +25,6 @@
 
 enum { PIXELS = 784, CLASSES = 10, MOST = 1037 };
 
-static ttp_pipeline* open_engine(const char* dir, ttp_engine engine, ttp_precision precision) {
-  ttp_tta tta;
-  ttp_tta_init(&tta);
-  tta.copies = 5;
-  ttp_options o;
-  ttp_options_init(&o);
-  o.model_dir = dir, o.engine = engine, o.precision = precision, o.tta = &tta;
-  o.max_batch = 256, o.plan = TTP_PLAN_HEURISTIC, o.threads = 2;
-  ttp_pipeline* p = NULL;
-  CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
-  return p;
-}
-
 int main(void) {
   if (ttp_gpu_count() == 0) {
     printf("skipped: no CUDA device\n");
@@ -67,7 +54,8 @@ int main(void) {
   const size_t counts[4] = {1, 5, 64, MOST};
   for (int k = 0; k < 2; k++)
     for (int half = 0; half < 2; half++) {
-      ttp_pipeline* p = open_engine(dir, engines[k], half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32);
+      ttp_pipeline* p =
+          fixture_open_gpu(dir, engines[k], half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32, 5);
       CHECK(ttp_classify(p, host_images, MOST, want, want_probs) == TTP_OK, "%s",
             ttp_last_error(p));
       for (int c = 0; c < 4; c++) {

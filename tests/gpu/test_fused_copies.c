@@ -14,20 +14,6 @@
 
 enum { PIXELS = 784, CLASSES = 10, MOST = 300 };
 
-static ttp_pipeline* open_engine(const char* dir, ttp_engine engine, ttp_precision precision,
-                                 int copies) {
-  ttp_tta tta;
-  ttp_tta_init(&tta);
-  tta.copies = copies;
-  ttp_options o;
-  ttp_options_init(&o);
-  o.model_dir = dir, o.engine = engine, o.precision = precision, o.tta = &tta, o.threads = 2;
-  o.max_batch = 256, o.plan = TTP_PLAN_HEURISTIC;
-  ttp_pipeline* p = NULL;
-  CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
-  return p;
-}
-
 int main(void) {
   if (ttp_gpu_count() == 0) {
     printf("skipped: no CUDA device\n");
@@ -42,12 +28,12 @@ int main(void) {
   ttp_result want[MOST], got[MOST];
   float want_p[MOST * CLASSES], got_p[MOST * CLASSES];
   for (int copies = 1; copies <= 12; copies++) {
-    ttp_pipeline* cpu = open_engine(dir, TTP_ENGINE_CPU, TTP_PRECISION_FP32, copies);
+    ttp_pipeline* cpu = fixture_open_gpu(dir, TTP_ENGINE_CPU, TTP_PRECISION_FP32, copies);
     CHECK(ttp_classify(cpu, images, MOST, want, want_p) == TTP_OK, "%s", ttp_last_error(cpu));
     ttp_close(cpu);
     for (int half = 0; half < 2; half++) {
       const double tol = half ? 1e-2 : 1e-4;
-      ttp_pipeline* p = open_engine(dir, TTP_ENGINE_FUSED, half ? TTP_PRECISION_FP16
+      ttp_pipeline* p = fixture_open_gpu(dir, TTP_ENGINE_FUSED, half ? TTP_PRECISION_FP16
                                                                  : TTP_PRECISION_FP32, copies);
       for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
         const size_t n = counts[c];
