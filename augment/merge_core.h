@@ -8,7 +8,10 @@
             zero does not erase a class), normalised to sum to 1.
    The class is the merged vector's most probable (the lowest index on a tie), or the vote's
    winner; the spread is the population standard deviation of that class's probability over
-   the copies. Sums are taken in double; no scratch memory is needed. */
+   the copies. Sums are taken in double; no scratch memory is needed.
+   Beside them, merge_extras: what the copies say beyond the merged vector (AUG_EXTRAS floats
+   after it in a record, ttp_classify_uncertainty): the mutual information between the copies
+   and the class, and the copies' agreement with the result. */
 #ifndef TTP_AUGMENT_MERGE_CORE_H
 #define TTP_AUGMENT_MERGE_CORE_H
 
@@ -18,6 +21,10 @@
 #include "tta_core.h"
 
 enum { MERGE_MAX_COPIES = 64 };
+/* The extras' places: the entropy of the copies' mean less the mean of the copies' entropies
+   (nats; BALD's mutual information, >= 0, 0 with one copy), and the share of copies whose own
+   most probable class is the result's (1 with one copy). */
+enum { MERGE_EXTRA_MUTUAL = 0, MERGE_EXTRA_AGREEMENT = 1, MERGE_EXTRAS = 2 };
 
 /* The lowest index of the largest of n values. */
 AUG_FN int merge_argmax(const float* v, int n) {
@@ -98,15 +105,36 @@ AUG_FN void merge_finish(ttp_merge mode, const float* probs, int copies, int cla
   result->spread = (float)sqrt(squares / copies);
 }
 
-/* probs: copies x classes (copies <= MERGE_MAX_COPIES); merged: classes floats, written. */
+/* -p ln p, 0 at p = 0, in float: the extras are measures to rank images by, not probabilities
+   (float logf keeps the GPU's one thread per image short; engines agree within a few ulp). */
+AUG_FN float merge_surprise(float p) { return p > 0 ? -p * logf(p) : 0.0f; }
+
+/* The extras of an image whose result's class is best into extras[MERGE_EXTRAS]. */
+AUG_FN void merge_extras(const float* probs, int copies, int classes, int best, float* extras) {
+  float of_mean = 0, mean_of = 0;
+  int agree = 0;
+  for (int k = 0; k < classes && copies > 1; k++)
+    of_mean += merge_surprise((float)merge_mean(probs, copies, classes, k));
+  for (int c = 0; c < copies && copies > 1; c++) {
+    const float* p = probs + c * classes;
+    for (int k = 0; k < classes; k++) mean_of += merge_surprise(p[k]);
+    agree += merge_argmax(p, classes) == best;
+  }
+  extras[MERGE_EXTRA_MUTUAL] = copies > 1 ? fmaxf(of_mean - mean_of / copies, 0.0f) : 0.0f;
+  extras[MERGE_EXTRA_AGREEMENT] = copies > 1 ? (float)agree / copies : 1.0f;
+}
+
+/* probs: copies x classes (copies <= MERGE_MAX_COPIES); merged: classes floats, written;
+   extras: MERGE_EXTRAS floats, written. */
 AUG_FN void merge_image(ttp_merge mode, const float* probs, int copies, int classes, float* merged,
-                        ttp_result* result) {
+                        ttp_result* result, float* extras) {
   int winners[MERGE_MAX_COPIES];
   merge_winners(mode, probs, copies, classes, winners);
   const double norm = merge_norm(mode, probs, copies, classes, winners);
   for (int k = 0; k < classes; k++)
     merged[k] = merge_class(mode, probs, copies, classes, k, winners, norm);
   merge_finish(mode, probs, copies, classes, merged, result);
+  merge_extras(probs, copies, classes, result->class_index, extras);
 }
 
 #endif

@@ -11,8 +11,9 @@ __global__ void merge_kernel(ttp_merge mode, const float* __restrict__ probs, in
   if (i >= count) return;
   unsigned char* record = records + (size_t)i * record_size;
   ttp_result result;
-  merge_image(mode, probs + (size_t)i * copies * classes, copies, classes,
-              reinterpret_cast<float*>(record + sizeof(ttp_result)), &result);
+  float* merged = reinterpret_cast<float*>(record + sizeof(ttp_result));
+  merge_image(mode, probs + (size_t)i * copies * classes, copies, classes, merged, &result,
+              merged + classes);
   *reinterpret_cast<ttp_result*>(record) = result;
 }
 

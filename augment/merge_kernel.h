@@ -7,13 +7,20 @@
 #include <stddef.h>
 
 #include "../pipeline/error.h"
+#include "merge_core.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The bytes of one image's record: a ttp_result followed by its classes merged floats. */
+/* The bytes of one image's record: a ttp_result, its classes merged floats, then its
+   MERGE_EXTRAS (merge_core.h) floats. */
 static inline size_t aug_merge_record_size(int classes) {
+  return sizeof(ttp_result) + ((size_t)classes + MERGE_EXTRAS) * sizeof(float);
+}
+
+/* Where a record's extras begin. */
+static inline size_t aug_merge_extras_offset(int classes) {
   return sizeof(ttp_result) + (size_t)classes * sizeof(float);
 }
 

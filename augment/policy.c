@@ -17,10 +17,10 @@ static const char* const merges[] = {"mean", "vote", "max", "gmean"};
 static const char* const kinds[] = {"uniform", "gaussian"};
 
 typedef enum key_id { K_COPIES, K_ORIGINAL, K_SHIFT, K_CONTRAST, K_BRIGHTNESS, K_NOISE,
-                      K_NOISE_KIND, K_CLAMP, K_SEED, K_MERGE, K_COUNT } key_id;
+                      K_NOISE_KIND, K_CLAMP, K_SEED, K_MERGE, K_TEMPERATURE, K_COUNT } key_id;
 static const char* const keys[K_COUNT] = {"copies", "keep_original", "shift", "contrast",
                                           "brightness", "noise", "noise_kind", "clamp", "seed",
-                                          "merge"};
+                                          "merge", "temperature"};
 
 /* s without the spaces and tabs around it (in place). */
 static char* trim(char* s) {
@@ -73,8 +73,10 @@ static int take(char* line, ttp_tta* t, int* seen, char* why, size_t size) {
     else t->shift = (int)a;
     return 0;
   case K_NOISE:
-    if (!number(value, &a)) return snprintf(why, size, "noise: a number"), -1;
-    t->noise = (float)a;
+  case K_TEMPERATURE:
+    if (!number(value, &a)) return snprintf(why, size, "%s: a number", keys[k]), -1;
+    if (k == K_NOISE) t->noise = (float)a;
+    else t->temperature = (float)a;
     return 0;
   case K_SEED: {
     char* end;
@@ -150,7 +152,7 @@ ttp_status ttp_read_tta_policy(const char* path, ttp_tta* out, char* error, size
   if (e.status == TTP_OK) { /* the ranges, as ttp_open checks them */
     aug_spec spec;
     ttp_merge merge;
-    if (aug_spec_from(&t, &spec, &merge, &e) != TTP_OK) {
+    if (aug_spec_from(&t, &spec, &merge, NULL, &e) != TTP_OK) {
       err_prefix(&e, "%s: ", path);
       e.status = TTP_ERR_FORMAT; /* the file's content, not the caller's argument */
     }
@@ -184,14 +186,16 @@ ttp_status ttp_write_tta_policy(const char* path, const ttp_tta* t, const char* 
       fprintf(f, "# %.*s\n", (int)len, c);
       c += len + (c[len] == '\n');
     }
-    char b[5][32];
+    char b[6][32];
     fprintf(f, "copies = %d\nkeep_original = %s\nshift = %d\ncontrast = %s, %s\n"
                "brightness = %s, %s\nnoise = %s\nnoise_kind = %s\nclamp = %s\n"
-               "seed = %" PRIu64 "\nmerge = %s\n", t->copies, t->keep_original ? "yes" : "no",
+               "seed = %" PRIu64 "\nmerge = %s\ntemperature = %s\n",
+            t->copies, t->keep_original ? "yes" : "no",
             t->shift, shortest(t->contrast_min, b[0]), shortest(t->contrast_max, b[1]),
             shortest(t->brightness_min, b[2]), shortest(t->brightness_max, b[3]),
             shortest(t->noise, b[4]), kinds[t->noise_kind == TTP_NOISE_GAUSSIAN],
-            t->clamp ? "yes" : "no", t->seed, (unsigned)t->merge < 4 ? merges[t->merge] : "mean");
+            t->clamp ? "yes" : "no", t->seed, (unsigned)t->merge < 4 ? merges[t->merge] : "mean",
+            shortest(t->temperature, b[5]));
     if (fclose(f) != 0) ERR(&e, TTP_ERR_IO, "%s: writing failed", path);
   }
   err_copy_out(&e, error, error_size);

@@ -21,9 +21,11 @@ void ttp_tta_init(ttp_tta* t) {
   t->clamp = 1;
   t->seed = 0;
   t->merge = TTP_MERGE_MEAN;
+  t->temperature = 1.0f;
 }
 
-ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge, ttp_err* e) {
+ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge,
+                         float* temperature, ttp_err* e) {
   /* A caller's older, shorter ttp_tta leaves the fields it lacks at their defaults. */
   ttp_tta tta;
   ttp_tta_init(&tta);
@@ -54,6 +56,9 @@ ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge, 
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "unknown TTA noise kind %d", (int)t->noise_kind);
   if ((unsigned)t->merge > TTP_MERGE_GMEAN)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "unknown merge mode %d", (int)t->merge);
+  if (!in_range(t->temperature, 0.01, 100))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA temperature must be 0.01..100, not %g",
+               t->temperature);
   *out = (aug_spec){
       .copies = t->copies,
       .keep_original = t->keep_original != 0,
@@ -71,6 +76,7 @@ ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge, 
       .std = {1.0f, 1.0f, 1.0f},
   };
   *merge = t->merge;
+  if (temperature) *temperature = t->temperature;
   return TTP_OK;
 }
 

@@ -16,9 +16,11 @@ extern "C" {
 
 enum { AUG_MAX_COPIES = 64, AUG_MAX_SHIFT = 16 };
 
-/* Checks t's ranges and turns it into an aug_spec and a merge mode (t NULL: one copy, as it
-   is). Refusals name the field and its allowed range. */
-ttp_status aug_spec_from(const ttp_tta* t, aug_spec* out, ttp_merge* merge, ttp_err* e);
+/* Checks t's ranges and turns it into an aug_spec, a merge mode and (temperature not NULL) the
+   temperature applied after the merge (t NULL: one copy, as it is). Refusals name the field and its allowed
+   range. */
+ttp_status aug_spec_from(const ttp_tta* t, aug_spec* out, ttp_merge* merge, float* temperature,
+                         ttp_err* e);
 
 /* Sets the spec's input scaling (tta_core.h) for an input of `channels` channels: off where
    every channel's is mean 0, std 1 (the copies' bits are then those of no scaling at all). */

@@ -72,12 +72,12 @@ static void forget_oldest(gpu_lane* l) {
 }
 
 static ttp_status devices_collect(void* impl, int s, size_t count, ttp_result* results,
-                                  float* merged, ttp_run_stats* stats, double* waited,
-                                  ttp_err* e) {
+                                  float* merged, float* extras, ttp_run_stats* stats,
+                                  double* waited, ttp_err* e) {
   gpu_devices* d = impl;
   gpu_lane* l = &d->lanes[d->lane_of[s]];
-  ttp_status st = l->s.ops->collect(l->s.impl, d->slot_of[s], count, results, merged, stats,
-                                    waited, e);
+  ttp_status st = l->s.ops->collect(l->s.impl, d->slot_of[s], count, results, merged, extras,
+                                    stats, waited, e);
   forget_oldest(l);
   if (st != TTP_OK) err_prefix(e, "GPU %d of %d: ", d->lane_of[s], d->count);
   return st;

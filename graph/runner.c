@@ -223,8 +223,8 @@ static cudaError_t wait_for(const gpu_runner* r, const gpu_slot* slot) {
 }
 
 static ttp_status collect_on_device(gpu_runner* r, gpu_slot* slot, size_t count,
-                                    ttp_result* results, float* merged, ttp_run_stats* stats,
-                                    double* waited, ttp_err* e) {
+                                    ttp_result* results, float* merged, float* extras,
+                                    ttp_run_stats* stats, double* waited, ttp_err* e) {
   TRACE_PUSH("wait for slot");
   double start = clock_seconds();
   cudaError_t err = wait_for(r, slot);
@@ -247,17 +247,22 @@ static ttp_status collect_on_device(gpu_runner* r, gpu_slot* slot, size_t count,
     memcpy(&results[i], record, sizeof(ttp_result));
     if (merged)
       memcpy(merged + i * classes, record + sizeof(ttp_result), classes * sizeof(float));
+    if (extras)
+      memcpy(extras + i * MERGE_EXTRAS, record + aug_merge_extras_offset(r->m->classes),
+             MERGE_EXTRAS * sizeof(float));
   }
   TRACE_POP();
   return TTP_OK;
 }
 
 static ttp_status runner_collect(void* impl, int s, size_t count, ttp_result* results,
-                                 float* merged, ttp_run_stats* stats, double* waited, ttp_err* e) {
+                                 float* merged, float* extras, ttp_run_stats* stats,
+                                 double* waited, ttp_err* e) {
   gpu_runner* r = impl;
   int previous;
   TRY(enter_device(r->cfg.device, &previous, e));
-  ttp_status st = collect_on_device(r, &r->slots[s], count, results, merged, stats, waited, e);
+  ttp_status st =
+      collect_on_device(r, &r->slots[s], count, results, merged, extras, stats, waited, e);
   leave_device(r->cfg.device, previous);
   return st;
 }

@@ -170,7 +170,7 @@ static ttp_status collect_chunk(files_run* r) {
   ttp_pipeline* p = r->p;
   size_t n, files;
   double t0 = clock_seconds();
-  if (stream_collect(&p->stream, r->results, r->merged, &n, &p->err) != TTP_OK) {
+  if (stream_collect(&p->stream, r->results, r->merged, NULL, &n, &p->err) != TTP_OK) {
     err_prefix(&p->err, "classifying files, the batch after the first %zu in order: ",
                r->reported);
     return p->err.status;

@@ -46,9 +46,10 @@ typedef struct engine_config {
 typedef struct host_engine_ops {
   /* Plan: everything that allocates. The model outlives the engine. */
   ttp_status (*open)(const model* m, const engine_config* c, void** state, ttp_err* e);
-  /* images: count x input pixels. results: count entries. merged: NULL, or count x classes. */
+  /* images: count x input pixels. results: count entries. merged: NULL, or count x classes.
+     extras: NULL, or count x MERGE_EXTRAS (augment/merge_core.h). */
   ttp_status (*run)(void* state, const uint8_t* images, size_t count, ttp_result* results,
-                    float* merged, ttp_err* e);
+                    float* merged, float* extras, ttp_err* e);
   const char* (*describe)(void* state); /* one line: how the engine runs */
   void (*close)(void* state);           /* accepts NULL */
 } host_engine_ops;

@@ -24,11 +24,12 @@ static ttp_status host_submit(void* impl, int s, size_t count, ttp_run_stats* st
 }
 
 static ttp_status host_collect(void* impl, int s, size_t count, ttp_result* results,
-                               float* merged, ttp_run_stats* stats, double* waited, ttp_err* e) {
+                               float* merged, float* extras, ttp_run_stats* stats, double* waited,
+                               ttp_err* e) {
   (void)waited; /* the host's time is its own */
   host_stream* h = impl;
   double start = clock_seconds();
-  TRY(h->engine->run(h->state, h->input[s], count, results, merged, e));
+  TRY(h->engine->run(h->state, h->input[s], count, results, merged, extras, e));
   if (stats) {
     stats->batches++;
     stats->images += count;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../augment/merge.h"
 #include "../augment/tta.h"
 #include "../io/model_mnistcudnn.h"
 #include "../io/model_onnx.h"
@@ -107,7 +108,7 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
     if (!model_mean_ok(o->mean[c]) || !model_std_ok(o->std[c]))
       return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "input scaling of channel %d: mean %g must "
                  "be -16..16 and std %g 1e-6..1e6", c, o->mean[c], o->std[c]);
-  TRY(aug_spec_from(p->options.tta, &p->spec, &p->merge, &p->err));
+  TRY(aug_spec_from(p->options.tta, &p->spec, &p->merge, &p->temperature, &p->err));
   p->options.tta = NULL; /* the caller's struct need not outlive ttp_open */
   return TTP_OK;
 }
@@ -220,9 +221,13 @@ static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
   TRY(describe_model(p));
   char fallback[1024];
   TRY(open_engine(p, fallback, sizeof fallback));
-  snprintf(p->description, sizeof p->description, "%s; tta %d cop%s%s%s%s%s",
+  TRY(stream_set_temperature(&p->stream, p->temperature, &p->err));
+  char tempered[48] = "";
+  if (p->temperature != 1.0f)
+    snprintf(tempered, sizeof tempered, "; temperature %g", p->temperature);
+  snprintf(p->description, sizeof p->description, "%s; tta %d cop%s%s%s%s%s%s",
            p->stream.ops->describe(p->stream.impl), p->spec.copies,
-           p->spec.copies == 1 ? "y" : "ies",
+           p->spec.copies == 1 ? "y" : "ies", tempered,
            p->model->softmax_added ? "; a softmax added after the model's logits" : "",
            fallback[0] ? " (auto: " : "", fallback, fallback[0] ? ")" : "");
   return TTP_OK;
@@ -286,7 +291,38 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
   if (!images || !results)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify: images and results are required");
   TRY(pipeline_idle(p));
-  return stream_run(&p->stream, images, count, results, probabilities, &p->err);
+  return stream_run(&p->stream, images, count, results, probabilities, NULL, &p->err);
+}
+
+ttp_status ttp_classify_uncertainty(ttp_pipeline* p, const uint8_t* images, size_t count,
+                                    ttp_result* results, float* probabilities,
+                                    ttp_uncertainty* uncertainty) {
+  if (!p) return TTP_ERR_INVALID_ARGUMENT;
+  err_clear(&p->err);
+  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  if (count == 0) return TTP_OK;
+  if (!images || !results || !uncertainty)
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT,
+               "ttp_classify_uncertainty: images, results and uncertainty are required");
+  TRY(pipeline_idle(p));
+  const size_t classes = (size_t)p->info.classes;
+  float* merged = probabilities ? probabilities : malloc(count * classes * sizeof *merged);
+  float* extras = malloc(count * MERGE_EXTRAS * sizeof *extras);
+  ttp_status st = merged && extras
+                      ? stream_run(&p->stream, images, count, results, merged, extras, &p->err)
+                      : ERR_NOMEM(&p->err, count * (classes + MERGE_EXTRAS) * sizeof(float));
+  for (size_t i = 0; st == TTP_OK && i < count; i++) {
+    float entropy = 0; /* of the vector handed out: after the temperature */
+    for (size_t k = 0; k < classes; k++) entropy += merge_surprise(merged[i * classes + k]);
+    uncertainty[i] = (ttp_uncertainty){
+        .entropy = entropy,
+        .mutual_information = extras[i * MERGE_EXTRAS + MERGE_EXTRA_MUTUAL],
+        .agreement = extras[i * MERGE_EXTRAS + MERGE_EXTRA_AGREEMENT],
+    };
+  }
+  if (merged != probabilities) free(merged);
+  free(extras);
+  return st;
 }
 
 ttp_status ttp_inspect_copies(ttp_pipeline* p, const uint8_t* image, uint8_t* pixels,
@@ -328,6 +364,9 @@ ttp_status ttp_classify_device(ttp_pipeline* p, const uint8_t* images, size_t co
   if (!p->stream.ops->classify_device)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify_device needs a GPU engine, not "
                "%s", p->engine->name);
+  if (p->temperature != 1.0f) /* applied on the host as results are collected */
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify_device does not apply a TTA "
+               "temperature (%g): use ttp_classify", p->temperature);
   if (count == 0) return TTP_OK;
   if (!images || !results)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT,
@@ -372,7 +411,7 @@ ttp_status ttp_collect(ttp_pipeline* p, ttp_result* results, float* probabilitie
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_collect: results and count are required");
   if (p->stream.in_flight < 1)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_collect: no batch in flight");
-  ttp_status s = stream_collect(&p->stream, results, probabilities, count, &p->err);
+  ttp_status s = stream_collect(&p->stream, results, probabilities, NULL, count, &p->err);
   if (s != TTP_OK) stream_abandon(&p->stream);
   return s;
 }

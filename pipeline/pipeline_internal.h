@@ -25,6 +25,7 @@ struct ttp_pipeline {
   model* model;
   aug_spec spec;            /* the augmentation, checked */
   ttp_merge merge;
+  float temperature; /* after the merge, by the streaming core (ttp_tta.temperature) */
   ttp_model_info info;
   ttp_layer_info* layers;
   char (*details)[64];      /* layers[i].detail */

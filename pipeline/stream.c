@@ -1,7 +1,10 @@
 /* The streaming core's order, back-pressure and profile: see stream.h. */
 #include "stream.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "../augment/merge.h"
 
 #include "clock.h"
 #include "trace.h"
@@ -28,22 +31,24 @@ ttp_status stream_submit(batch_stream* s, size_t count, ttp_err* e) {
 }
 
 static ttp_status collect_timed(batch_stream* s, ttp_result* results, float* merged,
-                                size_t* count, double* waited, ttp_err* e) {
+                                float* extras, size_t* count, double* waited, ttp_err* e) {
   *count = 0;
   if (s->in_flight < 1) return ERR(e, TTP_ERR_INTERNAL, "stream_collect: nothing in flight");
   int slot = s->oldest;
   *count = s->count[slot];
-  ttp_status st = s->ops->collect(s->impl, slot, *count, results, merged,
+  if (s->temperature != 1.0f && !merged) merged = s->scratch;
+  ttp_status st = s->ops->collect(s->impl, slot, *count, results, merged, extras,
                                   s->profiling ? &s->stats : NULL, waited, e);
+  if (st == TTP_OK) aug_temper(s->temperature, s->classes, *count, results, merged);
   s->oldest = (s->oldest + 1) % s->depth;
   s->in_flight--;
   return st;
 }
 
-ttp_status stream_collect(batch_stream* s, ttp_result* results, float* merged, size_t* count,
-                          ttp_err* e) {
+ttp_status stream_collect(batch_stream* s, ttp_result* results, float* merged, float* extras,
+                          size_t* count, ttp_err* e) {
   double waited = 0;
-  return collect_timed(s, results, merged, count, &waited, e);
+  return collect_timed(s, results, merged, extras, count, &waited, e);
 }
 
 int stream_ready(batch_stream* s) {
@@ -60,7 +65,7 @@ void stream_abandon(batch_stream* s) {
 }
 
 ttp_status stream_run(batch_stream* s, const uint8_t* images, size_t count, ttp_result* results,
-                      float* merged, ttp_err* e) {
+                      float* merged, float* extras, ttp_err* e) {
   TRACE_PUSH("classify");
   double start = clock_seconds(), waited = 0;
   size_t done = 0, sent = 0, n = 0;
@@ -77,7 +82,7 @@ ttp_status stream_run(batch_stream* s, const uint8_t* images, size_t count, ttp_
       sent += n;
     } else { /* every slot busy, or everything sent: the oldest batch's results */
       st = collect_timed(s, results + done, merged ? merged + done * (size_t)s->classes : NULL,
-                         &n, &waited, e);
+                         extras ? extras + done * MERGE_EXTRAS : NULL, &n, &waited, e);
       if (st != TTP_OK) err_prefix(e, "images %zu..%zu of this call: ", done, done + n - 1);
       done += n;
     }
@@ -93,10 +98,20 @@ void stream_set_profiling(batch_stream* s, int on) {
   if (on) s->stats = (ttp_run_stats){.struct_size = sizeof(ttp_run_stats)};
 }
 
+ttp_status stream_set_temperature(batch_stream* s, float temperature, ttp_err* e) {
+  if (temperature != 1.0f && !s->scratch) {
+    const size_t bytes = s->capacity * (size_t)s->classes * sizeof(float);
+    if (!(s->scratch = malloc(bytes))) return ERR_NOMEM(e, bytes);
+  }
+  s->temperature = temperature;
+  return TTP_OK;
+}
+
 void stream_close(batch_stream* s) {
   if (s->ops) {
     stream_abandon(s);
     s->ops->close(s->impl);
   }
+  free(s->scratch);
   *s = (batch_stream){0};
 }

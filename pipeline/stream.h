@@ -37,10 +37,11 @@ typedef struct stream_impl {
      stats: NULL, or the counters to add this batch's timings to (profiling). */
   ttp_status (*submit)(void* impl, int s, size_t count, ttp_run_stats* stats, ttp_err* e);
   /* Waits for slot s's batch of count images, writes its results (and merged vectors, count x
-     classes, when merged is not NULL), adds its timings to stats (when not NULL) and the seconds
-     the host spent waiting to *waited. */
+     classes, when merged is not NULL; the merge's extras, count x MERGE_EXTRAS of
+     augment/merge_core.h, when extras is not NULL), adds its timings to stats (when not NULL)
+     and the seconds the host spent waiting to *waited. */
   ttp_status (*collect)(void* impl, int s, size_t count, ttp_result* results, float* merged,
-                        ttp_run_stats* stats, double* waited, ttp_err* e);
+                        float* extras, ttp_run_stats* stats, double* waited, ttp_err* e);
   /* Whether slot s's batch is done, without waiting (collecting it would not block). */
   int (*ready)(void* impl, int s);
   /* After a failure: waits for slot s's batch, and forgets it. */
@@ -71,6 +72,9 @@ typedef struct batch_stream {
   size_t count[STREAM_MAX_SLOTS];
   int profiling;
   ttp_run_stats stats;
+  float temperature; /* applied to every collected batch (ttp_tta.temperature); 1: none */
+  float* scratch;    /* capacity x classes: the merged vectors a caller did not ask for, which
+                        the temperature still needs (only when temperature != 1) */
 } batch_stream;
 
 /* The next free slot's input buffer (capacity x pixels bytes), or NULL when every slot is in
@@ -81,9 +85,10 @@ uint8_t* stream_acquire(batch_stream* s);
 ttp_status stream_submit(batch_stream* s, size_t count, ttp_err* e);
 
 /* Waits for the oldest batch in flight and writes its results (results: its count entries;
-   merged: NULL, or count x classes floats); *count: how many. */
-ttp_status stream_collect(batch_stream* s, ttp_result* results, float* merged, size_t* count,
-                          ttp_err* e);
+   merged: NULL, or count x classes floats; extras: NULL, or count x MERGE_EXTRAS); *count: how
+   many. */
+ttp_status stream_collect(batch_stream* s, ttp_result* results, float* merged, float* extras,
+                          size_t* count, ttp_err* e);
 
 /* Whether the oldest batch in flight is done: collecting it would not wait. 0 if none. */
 int stream_ready(batch_stream* s);
@@ -95,9 +100,13 @@ void stream_abandon(batch_stream* s);
    submitted, and collected as slots are needed; returns when every result is written. Adds the
    host's own time (the call less its waits) to the profile. */
 ttp_status stream_run(batch_stream* s, const uint8_t* images, size_t count, ttp_result* results,
-                      float* merged, ttp_err* e);
+                      float* merged, float* extras, ttp_err* e);
 
 void stream_set_profiling(batch_stream* s, int on);
+
+/* The temperature applied after the merge to everything collected from now on (augment/merge.h:
+   aug_temper). */
+ttp_status stream_set_temperature(batch_stream* s, float temperature, ttp_err* e);
 
 /* Closes the implementation; the stream is empty afterwards. Accepts a stream never opened. */
 void stream_close(batch_stream* s);

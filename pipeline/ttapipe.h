@@ -157,6 +157,13 @@ typedef struct ttp_tta {
   int clamp;                        /* clamp pixels to [0, 1] (default 1) */
   uint64_t seed;                    /* default 0 */
   ttp_merge merge;                  /* default TTP_MERGE_MEAN */
+  float temperature;                /* softmax temperature after the merge, 0.01..100 (default
+                                       1: none): the merged vector q becomes q^(1/T) / sum
+                                       q^(1/T), on the host as results are collected ("pool,
+                                       then calibrate", Ashukha et al. 2020). The class, its
+                                       spread and each copy's own softmax do not change; T > 1
+                                       softens, T < 1 sharpens. `ttapipe tune` fits it. Not
+                                       applied by ttp_classify_device, which refuses T != 1 */
 } ttp_tta;
 
 /* Fills t with the defaults above (copies = 1) and sets t->struct_size. */
@@ -169,6 +176,7 @@ void ttp_tta_init(ttp_tta* t);
  *     contrast = 0.85, 1.15       brightness = -0.05, 0.05 noise = 0.04
  *     noise_kind = uniform        clamp = yes              seed = 0
  *     merge = mean                (mean, vote, max or gmean)
+ *     temperature = 1             (0.01..100: ttp_tta.temperature)
  * the ranges of ttp_tta's fields. `ttapipe tune` writes them; classify, eval and bench take
  * --tta-policy FILE (their --tta-* options then override single fields). */
 
@@ -395,6 +403,27 @@ typedef struct ttp_result {
    pipeline fail with it. */
 ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
                         float* probabilities);
+
+/* An image's uncertainty beyond ttp_result's spread: measures to rank images by, to send the
+   least certain to a human (`ttapipe eval` prints how well each ranks the model's mistakes).
+   Frozen, as ttp_result. */
+typedef struct ttp_uncertainty {
+  float entropy;            /* of the merged probability vector as handed out (after the
+                               temperature), in nats: 0 (certain) .. ln classes */
+  float mutual_information; /* between the copies and the class: the entropy of the copies'
+                               mean vector less the mean of the copies' own entropies, in nats
+                               (BALD's, as for MC dropout): high where confident copies disagree;
+                               0 with one copy; whatever the merge mode */
+  float agreement;          /* the share of the copies whose own most probable class is the
+                               result's class, 0..1 (1 with one copy) */
+} ttp_uncertainty;
+
+/* ttp_classify, and each image's ttp_uncertainty in uncertainty (count entries, required).
+   probabilities may be NULL as for ttp_classify. The measures are computed in float beside the
+   merge, on every engine (within a few ulp of each other). */
+ttp_status ttp_classify_uncertainty(ttp_pipeline* p, const uint8_t* images, size_t count,
+                                    ttp_result* results, float* probabilities,
+                                    ttp_uncertainty* uncertainty);
 
 /* What test-time augmentation does to one image, for reports and for looking: its copies as
    the network sees them and each copy's own prediction. image: as ttp_classify takes one.

@@ -41,7 +41,9 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"no-tta-original", NULL, "augment copy 0 too (by default it is the image as it is)"},  \
       {"no-tta-clamp", NULL, "leave augmented pixels unclamped (by default clamped to [0,1])"}, \
       {"seed", "S", "seed of the augmentation, 0..2^64-1 (default 0)"},                       \
-      {"merge", "MODE", "mean|vote|max|gmean: how the copies' outputs merge (default mean)"}
+      {"merge", "MODE", "mean|vote|max|gmean: how the copies' outputs merge (default mean)"}, \
+      {"tta-temperature", "T", "softmax temperature after the merge, 0.01..100 (default 1: "  \
+                               "none; tune fits one)"}
 
 /* The --wait and --plan names, in ttp_wait's and ttp_plan's order, NULL-terminated. */
 extern const char* const cli_wait_names[];

@@ -248,9 +248,11 @@ static int write_report(const char* path, const cli_args* a, ttp_pipeline* p,
 
     report_html(&r, "<section id=\"calibration\"><h2>Calibration</h2><p>NLL %.4f, Brier "
                     "%.4f, expected calibration error %.4f (%d bins). The mistakes ranked by 1 - "
-                    "confidence: AUROC %.4f; by the entropy: %.4f; by the spread: %.4f.</p>\n",
+                    "confidence: AUROC %.4f; by the entropy: %.4f; by the spread: %.4f; by the "
+                    "mutual information: %.4f; by 1 - the copies' agreement: %.4f.</p>\n",
                 met->nll, met->brier, met->ece, METRICS_BINS, met->auroc_confidence,
-                met->auroc_entropy, met->auroc_spread);
+                met->auroc_entropy, met->auroc_spread, met->auroc_mutual,
+                met->auroc_disagreement);
     reliability(&r, met);
     report_html(&r, "</section>\n");
     report_html(&r, "<section id=\"confusion\"><h2>Confusion matrix</h2><p>Rows: the true "
@@ -310,8 +312,9 @@ static void print_metrics(const metrics* m, const ttp_tta* tta, size_t copy0_cor
   if (tta->copies > 1)
     printf("copy 0       %.2f%% alone (%zu of %zu), merged %.2f%%\n",
            100.0 * copy0_correct / m->images, copy0_correct, m->images, 100.0 * m->accuracy);
-  printf("mistakes     AUROC of 1 - confidence %.4f, entropy %.4f, spread %.4f\n",
-         m->auroc_confidence, m->auroc_entropy, m->auroc_spread);
+  printf("mistakes     AUROC of 1 - confidence %.4f, entropy %.4f, spread %.4f, mutual "
+         "information %.4f, 1 - agreement %.4f\n", m->auroc_confidence, m->auroc_entropy,
+         m->auroc_spread, m->auroc_mutual, m->auroc_disagreement);
 }
 
 /* --json FILE: the metrics and the reliability diagram's bins. */
@@ -340,14 +343,16 @@ static int run_eval(const cli_args* a) {
     rc = cli_fail("out of memory for %zu results", d.count);
   /* Every image's merged probabilities: the calibration metrics and the report. */
   float* probs = NULL;
-  if (rc == CLI_EXIT_OK && !(probs = malloc(d.count * (size_t)classes * sizeof *probs)))
+  ttp_uncertainty* uncertainty = NULL;
+  if (rc == CLI_EXIT_OK && (!(probs = malloc(d.count * (size_t)classes * sizeof *probs)) ||
+                            !(uncertainty = malloc(d.count * sizeof *uncertainty))))
     rc = cli_fail("out of memory for %zu images' probabilities", d.count);
   const size_t pixels = (size_t)d.images.channels * d.images.rows * d.images.cols;
   const uint8_t* images = rc == CLI_EXIT_OK ? d.images.pixels + d.first * pixels : NULL;
   double seconds = 0;
   if (rc == CLI_EXIT_OK) {
     double start = cli_now();
-    if (ttp_classify(p, images, d.count, results, probs) != TTP_OK)
+    if (ttp_classify_uncertainty(p, images, d.count, results, probs, uncertainty) != TTP_OK)
       rc = cli_fail("%s", ttp_last_error(p));
     seconds = cli_now() - start;
   }
@@ -372,7 +377,7 @@ static int run_eval(const cli_args* a) {
   }
   metrics m;
   if (rc == CLI_EXIT_OK &&
-      metrics_compute(probs, d.labels + d.first, results, d.count, classes, &m) != 0)
+      metrics_compute(probs, d.labels + d.first, results, uncertainty, d.count, classes, &m) != 0)
     rc = cli_fail("out of memory");
   if (rc == CLI_EXIT_OK) {
     print_summary(a, p, &tta, &d, results, seconds);
@@ -382,6 +387,7 @@ static int run_eval(const cli_args* a) {
       rc = write_report(cli_get(a, "report"), a, p, &tta, &d, results, probs, &m, seconds);
   }
   free(probs);
+  free(uncertainty);
   free(results);
   cli_labelled_free(&d);
   ttp_close(p);

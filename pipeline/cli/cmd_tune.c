@@ -34,6 +34,8 @@ static const cli_option tune_options[] = {
     {"seconds", "S", "stop the search after S seconds (default: no limit)"},
     {"json", "FILE", "also write the search and the held-out metrics as JSON"},
     {"splits", "FILE", "also write the two splits' image indices (in the IDX file)"},
+    {"no-temperature", NULL, "keep every policy's softmax temperature at 1 instead of fitting "
+                             "one to each on the tuning split"},
     {"quiet", NULL, "no progress line (shown only when stderr is a terminal)"},
     {NULL, NULL, NULL},
 };
@@ -76,6 +78,7 @@ static ttp_tta canonical(ttp_tta t) {
   ttp_tta c;
   ttp_tta_init(&c);
   c.seed = t.seed;
+  c.temperature = t.temperature;
   return c;
 }
 
@@ -85,15 +88,20 @@ typedef struct tuner {
   const uint8_t* images[2]; /* tune, held-out: contiguous copies */
   const uint8_t* labels[2];
   size_t n[2];
-  ttp_tta tried[1000];
-  metrics scores[1000];
+  ttp_tta tried[1000];       /* each at temperature 1 */
+  metrics scores[1000];      /* on the tuning split, the NLL at the fitted temperature */
+  float temperatures[1000];  /* fitted to each (1 with --no-temperature) */
+  int fit;                   /* fit a temperature to each policy */
   int count, budget;
   double deadline;
   int show;
 } tuner;
 
-/* The metrics of policy t on split s (a vote's calibration on the mean of its copies). */
-static int evaluate(tuner* u, const ttp_tta* t, int s, metrics* m) {
+/* The metrics of policy t on split s (a vote's calibration on the mean of its copies). fitted
+   not NULL: the temperature that minimises the split's NLL is fitted to the merged vectors
+   (metrics_fit_temperature) and m's NLL is the NLL at that temperature (accuracy, Brier and
+   ECE stay those of t's own temperature). */
+static int evaluate(tuner* u, const ttp_tta* t, int s, metrics* m, float* fitted) {
   const size_t n = u->n[s];
   ttp_result* results = malloc(n * sizeof *results);
   float* probs = malloc(n * (size_t)u->classes * sizeof *probs);
@@ -105,7 +113,10 @@ static int evaluate(tuner* u, const ttp_tta* t, int s, metrics* m) {
     mean.merge = TTP_MERGE_MEAN;
     rc = cli_classify_tta(u->a, TTP_PLAN_HEURISTIC, &mean, u->images[s], n, NULL, probs);
   }
-  if (rc == CLI_EXIT_OK && metrics_compute(probs, u->labels[s], results, n, u->classes, m) != 0)
+  if (rc == CLI_EXIT_OK && metrics_compute(probs, u->labels[s], results, NULL, n, u->classes, m) != 0)
+    rc = cli_fail("out of memory");
+  if (rc == CLI_EXIT_OK && fitted &&
+      metrics_fit_temperature(probs, u->labels[s], n, u->classes, fitted, &m->nll) != 0)
     rc = cli_fail("out of memory");
   free(results), free(probs);
   return rc;
@@ -123,7 +134,9 @@ static int try_policy(tuner* u, const ttp_tta* given, int* index) {
   for (int i = 0; i < u->count; i++)
     if (memcmp(&u->tried[i], &t, sizeof t) == 0) return *index = i, CLI_EXIT_OK;
   if (u->count >= u->budget || (u->deadline > 0 && cli_now() > u->deadline)) return *index = -1, 0;
-  const int rc = evaluate(u, &t, 0, &u->scores[u->count]);
+  u->temperatures[u->count] = 1;
+  const int rc = evaluate(u, &t, 0, &u->scores[u->count],
+                          u->fit ? &u->temperatures[u->count] : NULL);
   if (rc != CLI_EXIT_OK) return rc;
   u->tried[u->count] = t;
   *index = u->count++;
@@ -134,7 +147,7 @@ static int try_policy(tuner* u, const ttp_tta* given, int* index) {
 
 static void print_row(const char* name, const metrics* m) {
   const double margin = 1.96 * sqrt(m->accuracy * (1 - m->accuracy) / (double)m->images);
-  printf("  %-8s %7.2f%% +- %.2f %9.4f %9.4f %9.4f\n", name, 100 * m->accuracy, 100 * margin,
+  printf("  %-13s %7.2f%% +- %.2f %9.4f %9.4f %9.4f\n", name, 100 * m->accuracy, 100 * margin,
          m->nll, m->brier, m->ece);
 }
 
@@ -188,7 +201,8 @@ static int run_tune(const cli_args* a) {
     *u = (tuner){.a = a, .classes = info.classes, .objective_nll = objective == 1,
                  .images = {images, images + (d.count - held) * pixels},
                  .labels = {labels, labels + (d.count - held)}, .n = {d.count - held, held},
-                 .budget = (int)budget, .show = isatty(2) && !cli_flag(a, "quiet")};
+                 .budget = (int)budget, .show = isatty(2) && !cli_flag(a, "quiet"),
+                 .fit = !cli_flag(a, "no-temperature")};
   }
   const double started = cli_now();
   if (u && seconds > 0) u->deadline = started + seconds;
@@ -200,6 +214,7 @@ static int run_tune(const cli_args* a) {
     plain.seed = start.seed;
     if (start.copies < 2) start.copies = 5;
     start.keep_original = 1;
+    start.temperature = 1; /* fitted to each policy, or 1 */
     rc = try_policy(u, &plain, &best);
     if (rc == CLI_EXIT_OK) rc = try_policy(u, &start, &index);
     if (rc == CLI_EXIT_OK && index >= 0 && better(u, &u->scores[index], &u->scores[best]))
@@ -217,29 +232,35 @@ static int run_tune(const cli_args* a) {
       }
   const double searched = cli_now() - started;
   if (u && u->show) fprintf(stderr, "\n");
-  /* Held out: the plain model, --tta 5 as it comes, and the chosen. */
-  metrics held[3];
-  ttp_tta policies[3];
+  /* Held out: the plain model, --tta 5 as it comes, the chosen, and the chosen at temperature 1
+     (what the temperature alone did; when it is not 1). */
+  metrics held[4];
+  ttp_tta policies[4];
   ttp_tta_init(&policies[0]);
   ttp_tta_init(&policies[1]);
   policies[1].copies = 5;
-  if (rc == CLI_EXIT_OK) policies[2] = u->tried[best];
-  for (int k = 0; k < 3 && rc == CLI_EXIT_OK; k++) rc = evaluate(u, &policies[k], 1, &held[k]);
+  int rows = 3;
+  if (rc == CLI_EXIT_OK) {
+    policies[2] = policies[3] = u->tried[best];
+    policies[2].temperature = u->temperatures[best];
+    rows = policies[2].temperature != 1.0f ? 4 : 3;
+  }
+  for (int k = 0; k < rows && rc == CLI_EXIT_OK; k++)
+    rc = evaluate(u, &policies[k], 1, &held[k], NULL);
+  static const char* const row_names[4] = {"plain", "--tta 5", "chosen", "chosen, T = 1"};
   if (rc == CLI_EXIT_OK) {
     char text[256];
     cli_describe_tta(&policies[2], text, sizeof text);
     printf("model     %s; %s\n", cli_get(a, "model"), engine);
     printf("split     %zu images tuned on, %zu held out (seed %llu)\n", u->n[0], u->n[1],
            (unsigned long long)split_seed);
-    printf("search    %d policies in %.1f s, objective %s\n", u->count, searched,
-           objective ? "NLL" : "accuracy");
+    printf("search    %d policies in %.1f s, objective %s%s\n", u->count, searched,
+           objective ? "NLL" : "accuracy", u->fit ? ", a temperature fitted to each" : "");
     printf("chosen    %s\n", text);
     printf("tuning    accuracy %.2f%%, NLL %.4f\n", 100 * u->scores[best].accuracy,
            u->scores[best].nll);
-    printf("held out  %8s %19s %9s %9s %9s\n", "", "accuracy (95%)", "NLL", "Brier", "ECE");
-    print_row("plain", &held[0]);
-    print_row("--tta 5", &held[1]);
-    print_row("chosen", &held[2]);
+    printf("held out  %13s %19s %9s %9s %9s\n", "", "accuracy (95%)", "NLL", "Brier", "ECE");
+    for (int k = 0; k < rows; k++) print_row(row_names[k], &held[k]);
     char comment[1024];
     snprintf(comment, sizeof comment, "chosen by ttapipe tune (objective %s) on %zu images of %s\n"
              "held out (%zu images): accuracy %.4f, NLL %.4f; plain %.4f, %.4f",
@@ -255,13 +276,15 @@ static int run_tune(const cli_args* a) {
     if (!f) {
       rc = cli_fail("%s: cannot create", json);
     } else {
-      static const char* const names[3] = {"plain", "tta5", "chosen"};
+      static const char* const names[4] = {"plain", "tta5", "chosen", "chosen_t1"};
       fprintf(f, "{\n  \"objective\": \"%s\", \"split_seed\": %llu, \"tune_images\": %zu, "
                  "\"heldout_images\": %zu, \"candidates\": %d, \"seconds\": %.3f,\n"
-                 "  \"tuning_accuracy\": %.9f, \"tuning_nll\": %.9f,\n  \"heldout\": {",
+                 "  \"temperature\": %.9g, \"tuning_accuracy\": %.9f, \"tuning_nll\": %.9f,\n"
+                 "  \"heldout\": {",
               objective ? "nll" : "accuracy", (unsigned long long)split_seed, u->n[0], u->n[1],
-              u->count, searched, u->scores[best].accuracy, u->scores[best].nll);
-      for (int k = 0; k < 3; k++) {
+              u->count, searched, policies[2].temperature, u->scores[best].accuracy,
+              u->scores[best].nll);
+      for (int k = 0; k < rows; k++) {
         fprintf(f, "%s\n    \"%s\": {\n", k ? "," : "", names[k]);
         metrics_json(f, &held[k], "      ");
         fprintf(f, "\n    }");

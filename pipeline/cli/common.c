@@ -33,6 +33,7 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
       (rc = cli_get_float_pair(a, "tta-contrast", &t->contrast_min, &t->contrast_max)) ||
       (rc = cli_get_float_pair(a, "tta-brightness", &t->brightness_min, &t->brightness_max)) ||
       (rc = cli_get_float(a, "tta-noise", &t->noise)) ||
+      (rc = cli_get_float(a, "tta-temperature", &t->temperature)) ||
       (rc = cli_get_choice(a, "tta-noise-kind", kinds, &kind)) ||
       (rc = cli_get_u64(a, "seed", &t->seed)) || (rc = cli_get_choice(a, "merge", merges, &merge)))
     return rc;
@@ -163,17 +164,19 @@ int cli_classify_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tt
 
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {
   static const char* const merges[] = {"mean", "vote", "max", "gmean"};
+  char tempered[48] = "";
+  if (t->temperature != 1.0f) snprintf(tempered, sizeof tempered, ", temperature %g", t->temperature);
   if (t->copies == 1 && t->keep_original) {
-    snprintf(buf, size, "none (1 copy, as it is)");
+    snprintf(buf, size, "none (1 copy, as it is)%s", tempered);
     return;
   }
   snprintf(buf, size,
            "%d copies (%s), shift %d px, contrast %g..%g, brightness %g..%g, %s noise %g%s, "
-           "seed %llu, merge %s",
+           "seed %llu, merge %s%s",
            t->copies, t->keep_original ? "copy 0 as it is" : "all augmented", t->shift,
            t->contrast_min, t->contrast_max, t->brightness_min, t->brightness_max,
            t->noise_kind == TTP_NOISE_GAUSSIAN ? "gaussian" : "uniform", t->noise,
-           t->clamp ? "" : ", unclamped", (unsigned long long)t->seed, merges[t->merge]);
+           t->clamp ? "" : ", unclamped", (unsigned long long)t->seed, merges[t->merge], tempered);
 }
 
 double cli_now(void) {

@@ -8,7 +8,9 @@
              mean confidence|;
      AUROC   of a measure against "wrong": the chance that a random mistake scores higher than
              a random correct answer (ties count half; 0.5 = no better than chance); measures:
-             1 - confidence, the merged vector's entropy, and the spread across the copies. */
+             1 - confidence, the merged vector's entropy, the spread across the copies, and
+             (with ttp_classify_uncertainty's measures) the mutual information between the
+             copies and the class, and 1 - the copies' agreement with the answer. */
 #ifndef TTP_CLI_METRICS_H
 #define TTP_CLI_METRICS_H
 
@@ -18,7 +20,7 @@
 
 #include "ttapipe.h"
 
-enum { METRICS_BINS = 15 };
+enum { METRICS_BINS = 15, METRICS_FIT_MISTAKES = 10 };
 
 typedef struct metrics_bin {
   size_t count;
@@ -30,12 +32,27 @@ typedef struct metrics {
   double accuracy, nll, brier, ece;
   metrics_bin bins[METRICS_BINS];
   double auroc_confidence, auroc_entropy, auroc_spread; /* -1 when all right or all wrong */
+  double auroc_mutual, auroc_disagreement;             /* -1 also without the measures */
 } metrics;
 
 /* probs: n x classes (each image's merged vector); labels[i] its label; results[i] its result
-   (class and spread). Returns 0, or -1 when out of memory. */
+   (class and spread); uncertainty: NULL, or each image's measures. Returns 0, or -1 when out of
+   memory. */
 int metrics_compute(const float* probs, const uint8_t* labels, const ttp_result* results,
-                    size_t n, int classes, metrics* out);
+                    const ttp_uncertainty* uncertainty, size_t n, int classes, metrics* out);
+
+/* The temperature T (0.01..100) for n images' merged vectors, as tune fits it: the T that
+   minimises the NLL of the tempered vectors q^(1/T) / sum q^(1/T) (ttp_tta.temperature: zeros
+   stay zero; the NLL is convex in 1/T, a log-sum-exp of lines less a line) under a log-normal
+   prior on T (sigma 0.5 in ln T, weighed against the n images' NLL). It is kept only where
+   each half of the images holds METRICS_FIT_MISTAKES mistakes or more (a fit's information is
+   in the mistakes: with fewer, sharpening looks free on the images at hand and the confident
+   mistakes of the next ones are unseen), and where each half at the temperature fitted to the
+   other half has a lower NLL than at T = 1 by more than twice the standard error of the mean
+   of the images' differences. *nll: that cross-checked NLL, or the NLL at T = 1 when
+   *temperature is 1. Returns -1 when out of memory, else 0. */
+int metrics_fit_temperature(const float* probs, const uint8_t* labels, size_t n, int classes,
+                            float* temperature, double* nll);
 
 /* m's fields as JSON members ("images", "correct", "accuracy", "nll", "brier", "ece", "auroc",
    "bins"), each line starting with indent, without the braces around them. */

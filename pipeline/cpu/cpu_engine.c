@@ -174,6 +174,7 @@ typedef struct cpu_job {
   size_t begin, end;
   ttp_result* results;
   float* merged;
+  float* extras;
 } cpu_job;
 
 static void* cpu_job_run(void* arg) {
@@ -191,7 +192,8 @@ static void* cpu_job_run(void* arg) {
       aug_make_copy(&eng->spec, key, c, image, m->input.c, m->input.h, m->input.w, input);
       cpu_engine_forward(eng, job->worker, input, w->copies + (size_t)c * m->classes);
     }
-    aug_merge(eng->merge, w->copies, eng->spec.copies, m->classes, w->merged, &job->results[i]);
+    aug_merge(eng->merge, w->copies, eng->spec.copies, m->classes, w->merged, &job->results[i],
+              job->extras ? job->extras + i * MERGE_EXTRAS : NULL);
     if (job->merged)
       memcpy(job->merged + i * (size_t)m->classes, w->merged, (size_t)m->classes * sizeof(float));
   }
@@ -200,10 +202,10 @@ static void* cpu_job_run(void* arg) {
 
 /* Runs the workers over the images. */
 static void cpu_run(cpu_engine* eng, const uint8_t* images, size_t count, ttp_result* results,
-                    float* merged) {
+                    float* merged, float* extras) {
   int threads = count < (size_t)eng->threads ? (int)count : eng->threads;
   if (threads <= 1) {
-    cpu_job job = {eng, 0, images, 0, count, results, merged};
+    cpu_job job = {eng, 0, images, 0, count, results, merged, extras};
     cpu_job_run(&job);
     return;
   }
@@ -212,7 +214,7 @@ static void cpu_run(cpu_engine* eng, const uint8_t* images, size_t count, ttp_re
   int started[CPU_MAX_THREADS] = {0};
   for (int t = 0; t < threads; t++) {
     jobs[t] = (cpu_job){eng, t, images, count * t / threads, count * (t + 1) / threads, results,
-                        merged};
+                        merged, extras};
     /* Worker 0's share runs on the calling thread; so does any share whose thread would not
        start, so a machine short of threads is slower, never wrong. */
     if (t > 0) started[t] = pthread_create(&ids[t], NULL, cpu_job_run, &jobs[t]) == 0;
@@ -224,10 +226,10 @@ static void cpu_run(cpu_engine* eng, const uint8_t* images, size_t count, ttp_re
 }
 
 static ttp_status cpu_engine_run(void* state, const uint8_t* images, size_t count,
-                                 ttp_result* results, float* merged, ttp_err* e) {
+                                 ttp_result* results, float* merged, float* extras, ttp_err* e) {
   (void)e; /* the CPU engine cannot fail once open */
   TRACE_PUSH("cpu classify");
-  cpu_run(state, images, count, results, merged);
+  cpu_run(state, images, count, results, merged, extras);
   TRACE_POP();
   return TTP_OK;
 }

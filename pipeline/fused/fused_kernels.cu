@@ -829,9 +829,14 @@ __device__ __forceinline__ void stage3_merge(const fused_shape& s, const float* 
   FUSED_PHASE(3);
   if (t < images) {
     ttp_result result;
-    merge_finish(merge, probs + t * s.copies * s.classes, s.copies, s.classes,
-                 merged + t * s.classes, &result);
-    *reinterpret_cast<ttp_result*>(records + (size_t)(image0 + t) * record_size) = result;
+    const float* p = probs + t * s.copies * s.classes;
+    merge_finish(merge, p, s.copies, s.classes, merged + t * s.classes, &result);
+    unsigned char* record = records + (size_t)(image0 + t) * record_size;
+    *reinterpret_cast<ttp_result*>(record) = result;
+    float extras[MERGE_EXTRAS];
+    merge_extras(p, s.copies, s.classes, result.class_index, extras);
+    float* to = reinterpret_cast<float*>(record + sizeof(ttp_result)) + s.classes;
+    for (int k = 0; k < MERGE_EXTRAS; k++) to[k] = extras[k];
   }
   FUSED_PHASE(4);
 }

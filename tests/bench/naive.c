@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   tta.copies = copies;
   engine_config c = {.device = device, .choice_device = device, .max_batch = 1, .slots = 2,
                      .precision = half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32};
-  CHECK(aug_spec_from(&tta, &c.spec, &c.merge, &e) == TTP_OK, "%s", e.message);
+  CHECK(aug_spec_from(&tta, &c.spec, &c.merge, NULL, &e) == TTP_OK, "%s", e.message);
   gpu_buckets one = {1, {1}};
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

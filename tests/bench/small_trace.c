@@ -25,7 +25,7 @@ static void trace_one(const model* m, ttp_precision precision, int images, test_
   ttp_tta_init(&tta);
   tta.copies = 5;
   engine_config c = {.device = 0, .precision = precision};
-  CHECK(aug_spec_from(&tta, &c.spec, &c.merge, &e) == TTP_OK, "%s", e.message);
+  CHECK(aug_spec_from(&tta, &c.spec, &c.merge, NULL, &e) == TTP_OK, "%s", e.message);
   const size_t pixels = model_shape_size(m->input);
   uint8_t* px = malloc(images * pixels);
   unsigned char* out = malloc(images * aug_merge_record_size(m->classes));

@@ -94,7 +94,7 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
   printf("%s, %s, %d images, %d copies:\n", name, half ? "fp16" : "fp32", images, tta->copies);
   ttp_err e = {0};
   engine_config c = {.device = 0, .precision = precision};
-  CHECK(aug_spec_from(tta, &c.spec, &c.merge, &e) == TTP_OK, "%s", e.message);
+  CHECK(aug_spec_from(tta, &c.spec, &c.merge, NULL, &e) == TTP_OK, "%s", e.message);
   char why[320];
   CHECK(fused_supports_model(m, &c, why, sizeof why), "%s: not the fused engine's shape: %s", name,
         why);
@@ -116,9 +116,10 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
   float* probs = malloc((size_t)rows * classes * sizeof(float));
   float* want3 = malloc((size_t)images * classes * sizeof(float));
   ttp_result* want_r = malloc(images * sizeof(ttp_result));
+  float* want_x = malloc((size_t)images * MERGE_EXTRAS * sizeof(float));
   unsigned char* got3 = malloc(images * record);
   CHECK(px && a && b && copy && acc && want1 && got1 && want2 && got2 && probs && want3 &&
-            want_r && got3, "out of memory");
+            want_r && want_x && got3, "out of memory");
 
   /* The CPU, stage by stage, each stage from the one before. */
   for (int i = 0; i < images; i++) {
@@ -133,7 +134,7 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
              classes * sizeof(float));
     }
     aug_merge(c.merge, probs + (size_t)i * copies * classes, copies, classes,
-              want3 + (size_t)i * classes, &want_r[i]);
+              want3 + (size_t)i * classes, &want_r[i], want_x + (size_t)i * MERGE_EXTRAS);
   }
 
   test_poison(got1, rows * n1);
@@ -177,6 +178,29 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
     }
     bad += compare("stage 3: fc1 .. softmax + merge (merged vector)", merged, want3,
                    (size_t)images * classes, tol);
+    /* The extras: the mutual information within what the probabilities' tolerance moves an
+       entropy (sum over classes of tol x (|ln p| + 1), p >= tol: classes x tol x (ln(1/tol) +
+       1)); the agreement the same wherever no copy of the CPU has its top two within tol. */
+    size_t extras_off = 0;
+    double worst_mi = 0;
+    for (int i = 0; i < images; i++) {
+      float x[MERGE_EXTRAS];
+      memcpy(x, got3 + i * record + sizeof(ttp_result) + classes * sizeof(float), sizeof x);
+      const float* w = want_x + (size_t)i * MERGE_EXTRAS;
+      const double dmi = fabs((double)x[MERGE_EXTRA_MUTUAL] - w[MERGE_EXTRA_MUTUAL]);
+      if (!(dmi <= worst_mi)) worst_mi = dmi;
+      int close = 0;
+      for (int k = 0; k < copies; k++) {
+        const float* q = probs + ((size_t)i * copies + k) * classes;
+        const int top = merge_argmax(q, classes);
+        for (int j = 0; j < classes; j++) close |= j != top && q[top] - q[j] <= tol;
+      }
+      extras_off += !close && x[MERGE_EXTRA_AGREEMENT] != w[MERGE_EXTRA_AGREEMENT];
+    }
+    const double mi_tol = classes * tol * (log(1 / tol) + 1);
+    printf("  %-52s max diff %.3g (tolerance %.3g); %zu agreements differ\n",
+           "stage 3: mutual information, agreement", worst_mi, mi_tol, extras_off);
+    bad += extras_off + !(worst_mi <= mi_tol);
     printf("  %-52s max diff %.3g; %zu classes differ\n", "stage 3: probability and spread",
            worst_fields, wrong_class);
     bad += wrong_class + !(worst_fields <= tol);
@@ -194,7 +218,7 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
   CHECK(bad == 0, "%s: the fused stages disagree with the CPU", name);
 
   free(px), free(a), free(b), free(copy), free(acc), free(want1), free(got1), free(want2);
-  free(got2), free(probs), free(want3), free(want_r), free(got3), free(merged), free(got_r);
+  free(got2), free(probs), free(want3), free(want_r), free(want_x), free(got3), free(merged), free(got_r);
   free(first2), free(first3);
 }
 
@@ -206,7 +230,7 @@ static void run_small(const char* name, const model* m, const ttp_tta* tta,
                       ttp_precision precision, test_rng* rng) {
   ttp_err e = {0};
   engine_config c = {.device = 0, .precision = precision};
-  CHECK(aug_spec_from(tta, &c.spec, &c.merge, &e) == TTP_OK, "%s", e.message);
+  CHECK(aug_spec_from(tta, &c.spec, &c.merge, NULL, &e) == TTP_OK, "%s", e.message);
   const size_t pixels = model_shape_size(m->input), record = aug_merge_record_size(m->classes);
   const int counts[] = {1, 8, 13, 20, 37, FUSED_SMALL_MAX};
   size_t bad = 0;

@@ -67,7 +67,7 @@ static size_t run_case(const tta_case* tc, test_rng* rng) {
   aug_spec s;
   ttp_merge merge;
   ttp_err e = {0};
-  CHECK(aug_spec_from(&tc->tta, &s, &merge, &e) == TTP_OK, "%s", e.message);
+  CHECK(aug_spec_from(&tc->tta, &s, &merge, NULL, &e) == TTP_OK, "%s", e.message);
   if (tc->scaled) {
     const float mean[3] = {0.4914f, 0.4822f, 0.4465f}, std[3] = {0.2470f, 0.2435f, 0.2616f};
     s.scaled = 1;

@@ -9,6 +9,7 @@
      out of ttp_open's range (copies 65, contrast 9 .. 1, noise 2), a bad choice, a negative
      seed, a NUL byte, a file over 64 KiB, a directory, a missing file; the output is untouched
      on failure. */
+#include <math.h>
 #include <string.h>
 
 #include "tests/common/check.h"
@@ -77,6 +78,7 @@ int main(void) {
     w.clamp = test_int(&rng, 0, 1);
     w.seed = test_rng_next(&rng);
     w.merge = (ttp_merge)test_int(&rng, 0, 3);
+    w.temperature = (float)exp(test_uniform(&rng, -4.5, 4.5));
     CHECK(ttp_write_tta_policy(round, &w, k % 2 ? "line one\nline two = 3" : NULL, error,
                                sizeof error) == TTP_OK, "%s", error);
     ttp_tta r;
@@ -101,6 +103,9 @@ int main(void) {
       {"merge.policy", "merge = median\n", "mean, vote"},
       {"seed.policy", "seed = -1\n", "seed"},
       {"yes.policy", "clamp = maybe\n", "yes or no"},
+      {"cold.policy", "temperature = 0\n", "temperature"},
+      {"hot.policy", "temperature = 1e3\n", "temperature"},
+      {"warm.policy", "temperature = warm\n", "temperature: a number"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
     refused(bad[k].name, bad[k].text, TTP_ERR_FORMAT, bad[k].fragment);

@@ -14,7 +14,7 @@ static aug_spec spec_of(const ttp_tta* t) {
   aug_spec s;
   ttp_merge merge;
   ttp_err e = {0};
-  CHECK(aug_spec_from(t, &s, &merge, &e) == TTP_OK, "%s", e.message);
+  CHECK(aug_spec_from(t, &s, &merge, NULL, &e) == TTP_OK, "%s", e.message);
   return s;
 }
 
@@ -252,7 +252,7 @@ static void test_merge(void) {
   ttp_result r;
   /* mean */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_MEAN, &probs[0][0], 3, 4, merged, &r);
+  aug_merge(TTP_MERGE_MEAN, &probs[0][0], 3, 4, merged, &r, NULL);
   for (int k = 0; k < 4; k++) want[k] = ((double)probs[0][k] + probs[1][k] + probs[2][k]) / 3;
   CHECK(test_compare("mean", merged, want, 4, 1e-7, 0) == 0, "mean");
   double m = want[1], sd = sqrt((pow(probs[0][1] - m, 2) + pow(probs[1][1] - m, 2) +
@@ -261,20 +261,20 @@ static void test_merge(void) {
         "mean result %d %g %g (sd %g)", r.class_index, r.probability, r.spread, sd);
   /* vote: copies pick 0, 1, 1 */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 3, 4, merged, &r);
+  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 3, 4, merged, &r, NULL);
   double votes[4] = {1.0 / 3, 2.0 / 3, 0, 0};
   CHECK(test_compare("vote", merged, votes, 4, 1e-7, 0) == 0 && r.class_index == 1, "vote");
   /* vote tie (copies 0 and 1 pick 0 and 1): class 1 has the higher mean (0.4 vs 0.35) */
-  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 2, 4, merged, &r);
+  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 2, 4, merged, &r, NULL);
   CHECK(r.class_index == 1 && r.probability == 0.5f, "vote tie went to %d", r.class_index);
   /* max */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_MAX, &probs[0][0], 3, 4, merged, &r);
+  aug_merge(TTP_MERGE_MAX, &probs[0][0], 3, 4, merged, &r, NULL);
   double maxes[4] = {0.6 / 1.5, 0.5 / 1.5, 0.3 / 1.5, 0.1 / 1.5};
   CHECK(test_compare("max", merged, maxes, 4, 1e-7, 1e-6) == 0 && r.class_index == 0, "max");
   /* geometric mean */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_GMEAN, &probs[0][0], 3, 4, merged, &r);
+  aug_merge(TTP_MERGE_GMEAN, &probs[0][0], 3, 4, merged, &r, NULL);
   double total = 0;
   for (int k = 0; k < 4; k++)
     total += want[k] = cbrt((double)probs[0][k] * probs[1][k] * probs[2][k]);
@@ -282,11 +282,11 @@ static void test_merge(void) {
   CHECK(test_compare("gmean", merged, want, 4, 1e-7, 1e-6) == 0 && r.class_index == 1, "gmean");
   /* A zero probability in one copy does not make the geometric mean NaN. */
   const float zero[2][3] = {{1.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f}};
-  aug_merge(TTP_MERGE_GMEAN, &zero[0][0], 2, 3, merged, &r);
+  aug_merge(TTP_MERGE_GMEAN, &zero[0][0], 2, 3, merged, &r, NULL);
   CHECK(!isnan(merged[0]) && fabs(merged[0] - 0.5) < 1e-6 && fabs(merged[2]) < 1e-6,
         "gmean with zeros: %g %g %g", merged[0], merged[1], merged[2]);
   /* One copy: the result is that copy, spread 0. */
-  aug_merge(TTP_MERGE_MEAN, &probs[2][0], 1, 4, merged, &r);
+  aug_merge(TTP_MERGE_MEAN, &probs[2][0], 1, 4, merged, &r, NULL);
   CHECK(memcmp(merged, probs[2], sizeof merged) == 0 && r.spread == 0 && r.class_index == 1,
         "one copy");
 }
@@ -295,7 +295,7 @@ static void expect_refused(ttp_tta t, const char* fragment) {
   aug_spec s;
   ttp_merge merge;
   ttp_err e = {0};
-  CHECK(aug_spec_from(&t, &s, &merge, &e) == TTP_ERR_INVALID_ARGUMENT, "accepted (%s)", fragment);
+  CHECK(aug_spec_from(&t, &s, &merge, NULL, &e) == TTP_ERR_INVALID_ARGUMENT, "accepted (%s)", fragment);
   EXPECT_MESSAGE(e.message, fragment);
 }
 
@@ -305,7 +305,7 @@ static void test_spec(void) {
   aug_spec s;
   ttp_merge merge;
   ttp_err e = {0};
-  CHECK(aug_spec_from(NULL, &s, &merge, &e) == TTP_OK && s.copies == 1 && merge == TTP_MERGE_MEAN,
+  CHECK(aug_spec_from(NULL, &s, &merge, NULL, &e) == TTP_OK && s.copies == 1 && merge == TTP_MERGE_MEAN,
         "no TTA");
   CHECK(d.copies == 1 && d.keep_original && d.shift == 2 && d.contrast_min == 0.85f &&
             d.contrast_max == 1.15f && d.brightness_min == -0.05f && d.brightness_max == 0.05f &&
@@ -323,7 +323,7 @@ static void test_spec(void) {
   t = d, t.merge = (ttp_merge)9, expect_refused(t, "merge mode 9");
   t = d, t.struct_size = 4, expect_refused(t, "ttp_tta_init");
   t = d, t.seed = 0x123456789abcdef0ull;
-  CHECK(aug_spec_from(&t, &s, &merge, &e) == TTP_OK && s.seed_lo == 0x9abcdef0u &&
+  CHECK(aug_spec_from(&t, &s, &merge, NULL, &e) == TTP_OK && s.seed_lo == 0x9abcdef0u &&
             s.seed_hi == 0x12345678u,
         "seed split");
 }
