@@ -109,19 +109,36 @@ AUG_FN void merge_finish(ttp_merge mode, const float* probs, int copies, int cla
    (float logf keeps the GPU's one thread per image short; engines agree within a few ulp). */
 AUG_FN float merge_surprise(float p) { return p > 0 ? -p * logf(p) : 0.0f; }
 
+/* The extras from their parts: of_mean, the entropy of the copies' mean (the sum over classes
+   of merge_surprise of each class's mean, in class order); copies_sum, the sum over the copies
+   (in order) of each copy's entropy; agree, how many copies' own class is the result's. The
+   fused engine computes the parts in parallel (a copy's entropy as a warp's sum) and ends
+   here, as merge_extras does. */
+AUG_FN void merge_extras_from(float of_mean, float copies_sum, int agree, int copies,
+                              float* extras) {
+  extras[MERGE_EXTRA_MUTUAL] = copies > 1 ? fmaxf(of_mean - copies_sum / copies, 0.0f) : 0.0f;
+  extras[MERGE_EXTRA_AGREEMENT] = copies > 1 ? (float)agree / copies : 1.0f;
+}
+
+/* Class k's share of the entropy of the copies' mean. */
+AUG_FN float merge_mean_surprise(const float* probs, int copies, int classes, int k) {
+  return merge_surprise((float)merge_mean(probs, copies, classes, k));
+}
+
 /* The extras of an image whose result's class is best into extras[MERGE_EXTRAS]. */
 AUG_FN void merge_extras(const float* probs, int copies, int classes, int best, float* extras) {
-  float of_mean = 0, mean_of = 0;
+  float of_mean = 0, copies_sum = 0;
   int agree = 0;
   for (int k = 0; k < classes && copies > 1; k++)
-    of_mean += merge_surprise((float)merge_mean(probs, copies, classes, k));
+    of_mean += merge_mean_surprise(probs, copies, classes, k);
   for (int c = 0; c < copies && copies > 1; c++) {
     const float* p = probs + c * classes;
-    for (int k = 0; k < classes; k++) mean_of += merge_surprise(p[k]);
+    float h = 0;
+    for (int k = 0; k < classes; k++) h += merge_surprise(p[k]);
+    copies_sum += h;
     agree += merge_argmax(p, classes) == best;
   }
-  extras[MERGE_EXTRA_MUTUAL] = copies > 1 ? fmaxf(of_mean - mean_of / copies, 0.0f) : 0.0f;
-  extras[MERGE_EXTRA_AGREEMENT] = copies > 1 ? (float)agree / copies : 1.0f;
+  merge_extras_from(of_mean, copies_sum, agree, copies, extras);
 }
 
 /* probs: copies x classes (copies <= MERGE_MAX_COPIES); merged: classes floats, written;

@@ -809,12 +809,16 @@ constexpr int kLrnMost = 8, kLrnUnits = 10;
 // stage3_tail's merge in one mode, known at compile time: with the mode a run-time value, each
 // class's value took ~620 cycles of one thread instead of ~240 (tail_lab), every mode's code
 // in the way.
+// The extras (merge_core.h) in parts: each copy's entropy and class from the softmax's warp
+// (parts[2 r], parts[2 r + 1] for row r), each class's share of the mean's entropy beside its
+// merged value (parts[2 rows + i]); the image's thread adds them up in merge_extras_from. Done
+// by one thread per image as merge_extras does, they cost a batch of one ~10 us.
 template <int kMode>
 __device__ __forceinline__ void stage3_merge(const fused_shape& s, const float* probs,
-                                             float* merged, int images, int image0,
+                                             float* merged, float* parts, int images, int image0,
                                              size_t record_size, unsigned char* __restrict__ records) {
   const ttp_merge merge = static_cast<ttp_merge>(kMode);
-  const int t = threadIdx.x;
+  const int t = threadIdx.x, rows = images * s.copies;
   for (int i = t; i < images * s.classes; i += kThreads) {
     const int image = i / s.classes, k = i % s.classes;
     const float* p = probs + image * s.copies * s.classes;
@@ -824,6 +828,7 @@ __device__ __forceinline__ void stage3_merge(const fused_shape& s, const float* 
     merged[i] = merge_class(merge, p, s.copies, s.classes, k, winners, norm);
     reinterpret_cast<float*>(records + (size_t)(image0 + image) * record_size +
                              sizeof(ttp_result))[k] = merged[i];
+    if (s.copies > 1) parts[2 * rows + i] = merge_mean_surprise(p, s.copies, s.classes, k);
   }
   __syncthreads();
   FUSED_PHASE(3);
@@ -833,8 +838,15 @@ __device__ __forceinline__ void stage3_merge(const fused_shape& s, const float* 
     merge_finish(merge, p, s.copies, s.classes, merged + t * s.classes, &result);
     unsigned char* record = records + (size_t)(image0 + t) * record_size;
     *reinterpret_cast<ttp_result*>(record) = result;
-    float extras[MERGE_EXTRAS];
-    merge_extras(p, s.copies, s.classes, result.class_index, extras);
+    float of_mean = 0, copies_sum = 0, extras[MERGE_EXTRAS];
+    int agree = 0;
+    for (int k = 0; k < s.classes && s.copies > 1; k++) of_mean += parts[2 * rows + t * s.classes + k];
+    for (int c = 0; c < s.copies && s.copies > 1; c++) {
+      const int r = t * s.copies + c;
+      copies_sum += parts[2 * r];
+      agree += __float_as_int(parts[2 * r + 1]) == result.class_index;
+    }
+    merge_extras_from(of_mean, copies_sum, agree, s.copies, extras);
     float* to = reinterpret_cast<float*>(record + sizeof(ttp_result)) + s.classes;
     for (int k = 0; k < MERGE_EXTRAS; k++) to[k] = extras[k];
   }
@@ -927,22 +939,32 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
     const float top = warp_max(logit);
     const float e = lane < s.classes ? expf(logit - top) : 0.0f;
     const float sum = warp_sum(e);
-    if (lane < s.classes) probs[r * s.classes + lane] = e / sum;
+    const float p = lane < s.classes ? e / sum : -1.0f;
+    if (lane < s.classes) probs[r * s.classes + lane] = p;
+    if (s.copies > 1) {  // the extras' parts of the copy (stage3_merge); hidden is read no more
+      const float h = warp_sum(lane < s.classes ? merge_surprise(p) : 0.0f), most = warp_max(p);
+      const unsigned at = __ballot_sync(0xffffffffu, p == most);  // merge_argmax's lowest index
+      if (lane == 0) hidden[2 * r] = h, hidden[2 * r + 1] = __int_as_float(__ffs(at) - 1);
+    }
   }
   __syncthreads();
   FUSED_PHASE(2);
   switch (merge) {  // each mode's code folded (merge_value's default: the mean)
     case TTP_MERGE_VOTE:
-      stage3_merge<TTP_MERGE_VOTE>(s, probs, merged, images, image0, record_size, records);
+      stage3_merge<TTP_MERGE_VOTE>(s, probs, merged, hidden, images, image0, record_size,
+                                    records);
       break;
     case TTP_MERGE_MAX:
-      stage3_merge<TTP_MERGE_MAX>(s, probs, merged, images, image0, record_size, records);
+      stage3_merge<TTP_MERGE_MAX>(s, probs, merged, hidden, images, image0, record_size,
+                                    records);
       break;
     case TTP_MERGE_GMEAN:
-      stage3_merge<TTP_MERGE_GMEAN>(s, probs, merged, images, image0, record_size, records);
+      stage3_merge<TTP_MERGE_GMEAN>(s, probs, merged, hidden, images, image0, record_size,
+                                    records);
       break;
     default:
-      stage3_merge<TTP_MERGE_MEAN>(s, probs, merged, images, image0, record_size, records);
+      stage3_merge<TTP_MERGE_MEAN>(s, probs, merged, hidden, images, image0, record_size,
+                                    records);
   }
 }
 
