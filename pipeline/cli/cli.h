@@ -45,6 +45,19 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"tta-temperature", "T", "softmax temperature after the merge, 0.01..100 (default 1: "  \
                                "none; tune fits one)"}
 
+/* How image files become the model's input (ttp_load_image's options): classify's, and eval's
+   and tune's for a directory of labelled images. */
+#define CLI_IMAGE_OPTIONS                                                                      \
+  {"invert", "MODE", "auto|yes|no: make strokes light on black (default auto: invert when "    \
+                     "the border is light)"},                                                  \
+      {"center", "MODE", "none|mnist: resize the whole image, or crop to the ink, fit 20x20 "  \
+                         "and centre its mass, as MNIST was made (default none)"},             \
+      {"max-size", "WxH", "refuse images larger than this, up to 8192x8192 (the default)"}
+
+/* The CLI_IMAGE_OPTIONS into *o (the library's defaults where not given). Returns CLI_EXIT_OK or
+   a usage error. */
+int cli_image_options(const cli_args* a, ttp_image_options* o);
+
 /* The --wait and --plan names, in ttp_wait's and ttp_plan's order, NULL-terminated. */
 extern const char* const cli_wait_names[];
 extern const char* const cli_plan_names[];

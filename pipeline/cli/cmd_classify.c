@@ -22,11 +22,7 @@ static const cli_option classify_options[] = {
     {"output", "FILE", "write the results to FILE instead of standard output"},
     {"topk", "K", "also write the K-1 next most probable classes (default 1)"},
     {"probs", NULL, "also write the TTA spread and every class's probability"},
-    {"invert", "MODE", "auto|yes|no: make strokes light on black (default auto: invert "
-                       "when the border is light)"},
-    {"center", "MODE", "none|mnist: resize the whole image, or crop to the ink, fit 20x20 and "
-                       "centre its mass, as MNIST was made (default none)"},
-    {"max-size", "WxH", "refuse images larger than this, up to 8192x8192 (the default)"},
+    CLI_IMAGE_OPTIONS,
     {"quiet", NULL, "no progress line and no summary on stderr"},
     {"shard", "I/N", "classify files I, I+N, I+2N, ... of the list alone (0 <= I < N; default: "
                      "Slurm's job array task, when set); ttapipe merge joins the N outputs"},
@@ -86,28 +82,6 @@ static int gather(const cli_args* a, int whole, ttp_list_options* lo, ttp_file_l
     return cli_fail("%s", error);
   if (from && ttp_read_file_list(from, cli_flag(a, "null"), list, error, sizeof error) != TTP_OK)
     return cli_fail("%s", error);
-  return CLI_EXIT_OK;
-}
-
-static int image_options(const cli_args* a, ttp_image_options* o) {
-  static const char* const inverts[] = {"auto", "yes", "no", NULL};
-  static const char* const centers[] = {"none", "mnist", NULL};
-  static const ttp_invert invert_ids[] = {TTP_INVERT_AUTO, TTP_INVERT_YES, TTP_INVERT_NO};
-  static const ttp_center center_ids[] = {TTP_CENTER_NONE, TTP_CENTER_MNIST};
-  int invert = 0, center = 0, rc;
-  ttp_image_options_init(o);
-  if ((rc = cli_get_choice(a, "invert", inverts, &invert)) ||
-      (rc = cli_get_choice(a, "center", centers, &center)))
-    return rc;
-  o->invert = invert_ids[invert];
-  o->center = center_ids[center];
-  const char* size = cli_get(a, "max-size");
-  if (size) {
-    char tail;
-    if (sscanf(size, "%dx%d%c", &o->max_width, &o->max_height, &tail) != 2 || o->max_width < 1 ||
-        o->max_height < 1 || o->max_width > 8192 || o->max_height > 8192)
-      return cli_usage_error(a->command, "--max-size must be WxH, each 1..8192, not '%s'", size);
-  }
   return CLI_EXIT_OK;
 }
 
@@ -355,7 +329,7 @@ static int classify_job(const cli_args* a, const cli_job* job) {
                            "or --resume");
   if ((rc = cli_get_choice(a, "format", formats, &format)) ||
       (rc = cli_get_long(a, "topk", 1, 1000000, &topk)) ||
-      (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = image_options(a, &io)) ||
+      (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = cli_image_options(a, &io)) ||
       (job->size == 1 && (rc = shard_of(a, &shard, &shards))))
     return rc;
   if (resume && !cli_get(a, "output"))

@@ -1,4 +1,5 @@
-/* ttapipe eval: accuracy of a model on an IDX test set, per class, and the confusion matrix. */
+/* ttapipe eval: accuracy of a model on a labelled set (IDX, or a directory of image files with
+   the labels in their names: labelled.h), per class, and the confusion matrix. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,7 @@
 
 static const cli_option eval_options[] = {
     CLI_PIPELINE_OPTIONS,
-    {"images", "FILE", "IDX image file, plain or .gz (required)"},
-    {"labels", "FILE", "IDX label file, plain or .gz (required)"},
-    {"offset", "N", "skip the first N images (default 0)"},
-    {"limit", "N", "evaluate at most N images (default: all)"},
+    CLI_LABELLED_OPTIONS,
     {"json", "FILE", "also write the accuracy, the calibration metrics (NLL, Brier, ECE), copy "
                      "0's accuracy, the mistakes' AUROCs and the reliability bins as JSON"},
     {"report", "FILE", "also write an HTML report to FILE: the summary, the confusion matrix, "
@@ -35,14 +33,15 @@ static void print_summary(const cli_args* a, ttp_pipeline* p, const ttp_tta* tta
   }
   size_t correct = 0;
   for (size_t i = 0; i < d->count; i++) {
-    int truth = d->labels[d->first + i], guess = results[i].class_index;
+    int truth = d->labels[i], guess = results[i].class_index;
     confusion[(size_t)truth * classes + guess]++;
     correct += truth == guess;
   }
   printf("model     %s (%d layers, %lld parameters, %.2f MFLOP per image)\n", cli_get(a, "model"),
          m->layers, m->parameters, m->flops * 1e-6);
-  printf("images    %s: %zu to %zu of %zu\n", cli_get(a, "images"), d->first,
-         d->first + d->count - 1, d->images.count);
+  char source[CLI_LABELLED_TEXT];
+  cli_labelled_describe(d, source, sizeof source);
+  printf("images    %s\n", source);
   char augmentation[256];
   cli_describe_tta(tta, augmentation, sizeof augmentation);
   printf("tta       %s\n", augmentation);
@@ -118,14 +117,16 @@ static void thumbs(report* r, ttp_pipeline* p, const eval_data* d, const ttp_res
   report_html(r, "<div class=\"thumbs\">\n");
   for (size_t t = 0; t < n; t++) {
     const size_t i = chosen[t];
-    const int truth = d->labels[d->first + i], guess = results[i].class_index;
-    char top[160], alt[64];
+    const int truth = d->labels[i], guess = results[i].class_index;
+    char top[160], index[32];
+    const char* name = cli_labelled_name(d, i, index, sizeof index);
     top3(p, probs_of(probs, i, m->classes), m->classes, top, sizeof top);
-    snprintf(alt, sizeof alt, "image %zu", d->first + i);
     report_html(r, "<figure class=\"thumb\">");
-    report_image(r, d->images.pixels + (d->first + i) * pixels, m->input_channels,
-                 m->input_rows, m->input_cols, REPORT_SCALE, alt);
-    report_html(r, "<figcaption>#%zu: true ", d->first + i);
+    report_image(r, d->pixels + i * pixels, m->input_channels, m->input_rows, m->input_cols,
+                 REPORT_SCALE, name);
+    report_html(r, "<figcaption>");
+    report_text(r, name);
+    report_html(r, ": true ");
     report_text(r, ttp_class_label(p, truth));
     report_html(r, ", <span class=\"%s\">predicted ", truth == guess ? "" : "wrong");
     report_text(r, ttp_class_label(p, guess));
@@ -147,13 +148,17 @@ static int copies_row(report* r, ttp_pipeline* p, int copies, const eval_data* d
   const int classes = m->classes;
   uint8_t* images = malloc((size_t)copies * pixels);
   float* probs = malloc((size_t)copies * classes * sizeof *probs);
-  const uint8_t* image = d->images.pixels + (d->first + i) * pixels;
+  const uint8_t* image = d->pixels + i * pixels;
+  char index[32];
+  const char* name = cli_labelled_name(d, i, index, sizeof index);
   int rc = images && probs ? 0 : cli_fail("out of memory");
   if (!rc && ttp_inspect_copies(p, image, images, probs) != TTP_OK)
     rc = cli_fail("%s", ttp_last_error(p));
   if (!rc) {
-    report_html(r, "<p>#%zu (%s): true ", d->first + i, why);
-    report_text(r, ttp_class_label(p, d->labels[d->first + i]));
+    report_html(r, "<p>");
+    report_text(r, name);
+    report_html(r, " (%s): true ", why);
+    report_text(r, ttp_class_label(p, d->labels[i]));
     report_html(r, ", merged: ");
     report_text(r, ttp_class_label(p, results[i].class_index));
     report_html(r, " %.3f, spread %.3f</p>\n<div class=\"copies\">", results[i].probability,
@@ -163,8 +168,8 @@ static int copies_row(report* r, ttp_pipeline* p, int copies, const eval_data* d
       int best = 0;
       for (int k = 1; k < classes; k++)
         if (v[k] > v[best]) best = k;
-      char alt[64];
-      snprintf(alt, sizeof alt, "copy %d of image %zu", c, d->first + i);
+      char alt[CLI_LABELLED_TEXT];
+      snprintf(alt, sizeof alt, "copy %d of %s", c, name);
       report_html(r, "<figure class=\"thumb\" style=\"width:90px\">");
       report_image(r, images + (size_t)c * pixels, m->input_channels, m->input_rows,
                    m->input_cols, REPORT_SCALE, alt);
@@ -221,7 +226,7 @@ static int write_report(const char* path, const cli_args* a, ttp_pipeline* p,
   size_t chosen[REPORT_THUMBS], correct = 0;
   int rc = confusion && key && wrong && labels ? CLI_EXIT_OK : cli_fail("out of memory");
   for (size_t i = 0; rc == CLI_EXIT_OK && i < d->count; i++) {
-    const int truth = d->labels[d->first + i], guess = results[i].class_index;
+    const int truth = d->labels[i], guess = results[i].class_index;
     confusion[(size_t)truth * classes + guess]++;
     wrong[i] = truth != guess;
     correct += !wrong[i];
@@ -235,9 +240,10 @@ static int write_report(const char* path, const cli_args* a, ttp_pipeline* p,
     report_text(&r, cli_get(a, "model"));
     report_html(&r, " (%d layers, %lld parameters)</td></tr>\n<tr><th class=\"l\">images</th>"
                     "<td class=\"l\">", m->layers, m->parameters);
-    report_text(&r, cli_get(a, "images"));
-    report_html(&r, ": %zu to %zu of %zu</td></tr>\n<tr><th class=\"l\">augmentation</th>"
-                    "<td class=\"l\">", d->first, d->first + d->count - 1, d->images.count);
+    char source[CLI_LABELLED_TEXT];
+    cli_labelled_describe(d, source, sizeof source);
+    report_text(&r, source);
+    report_html(&r, "</td></tr>\n<tr><th class=\"l\">augmentation</th><td class=\"l\">");
     report_text(&r, augmentation);
     report_html(&r, "</td></tr>\n<tr><th class=\"l\">engine</th><td class=\"l\">");
     report_text(&r, ttp_engine_description(p));
@@ -347,8 +353,7 @@ static int run_eval(const cli_args* a) {
   if (rc == CLI_EXIT_OK && (!(probs = malloc(d.count * (size_t)classes * sizeof *probs)) ||
                             !(uncertainty = malloc(d.count * sizeof *uncertainty))))
     rc = cli_fail("out of memory for %zu images' probabilities", d.count);
-  const size_t pixels = (size_t)d.images.channels * d.images.rows * d.images.cols;
-  const uint8_t* images = rc == CLI_EXIT_OK ? d.images.pixels + d.first * pixels : NULL;
+  const uint8_t* images = d.pixels;
   double seconds = 0;
   if (rc == CLI_EXIT_OK) {
     double start = cli_now();
@@ -365,7 +370,7 @@ static int run_eval(const cli_args* a) {
     rc = alone ? cli_classify_tta(a, TTP_PLAN_MEASURE, &one, images, d.count, alone, NULL)
                : cli_fail("out of memory");
     for (size_t i = 0; rc == CLI_EXIT_OK && i < d.count; i++)
-      copy0_correct += alone[i].class_index == d.labels[d.first + i];
+      copy0_correct += alone[i].class_index == d.labels[i];
     free(alone);
   }
   /* A vote's vector is the share of votes, 0 for a class no copy chose: its probabilities are
@@ -377,7 +382,7 @@ static int run_eval(const cli_args* a) {
   }
   metrics m;
   if (rc == CLI_EXIT_OK &&
-      metrics_compute(probs, d.labels + d.first, results, uncertainty, d.count, classes, &m) != 0)
+      metrics_compute(probs, d.labels, results, uncertainty, d.count, classes, &m) != 0)
     rc = cli_fail("out of memory");
   if (rc == CLI_EXIT_OK) {
     print_summary(a, p, &tta, &d, results, seconds);
@@ -396,9 +401,19 @@ static int run_eval(const cli_args* a) {
 
 const cli_command cli_eval = {
     .name = "eval",
-    .usage = "--model PATH --images FILE --labels FILE [options]",
-    .summary = "Classify an IDX test set and report accuracy, per-class accuracy and the "
+    .usage = "--model PATH (--images FILE --labels FILE | --images DIR) [options]",
+    .summary = "Classify a labelled set and report accuracy, per-class accuracy and the "
                "confusion matrix.",
+    .details = "A labelled set is an IDX image file with its label file, or a directory of image\n"
+               "files, each labelled by the number after the last _label in its name, up to the\n"
+               "extension (NNNNN_label<L>.png, as ttp_export writes them). The directory is\n"
+               "listed as classify DIR lists it (sorted paths; a tar archive in it is refused),\n"
+               "each file read as classify reads it (--invert, --center, --max-size: refused with\n"
+               "IDX, whose images are the model's input as they are) and decoded on --threads\n"
+               "threads before classifying. A name without a label, a label the model does not\n"
+               "have or a file that does not decode is refused, naming the file: a file dropped\n"
+               "from a labelled set would bias its metrics. --offset and --limit count files in\n"
+               "that order; every name is checked, the files of the slice alone decoded.",
     .options = eval_options,
     .max_positional = 0,
     .run = run_eval,

@@ -1,5 +1,5 @@
-/* ttapipe tune: searches test-time augmentation policies on one split of a labelled set and
-   reports the chosen one on a held-out split the search never saw.
+/* ttapipe tune: searches test-time augmentation policies on one split of a labelled set (IDX or
+   a directory: labelled.h) and reports the chosen one on a held-out split the search never saw.
 
    The split: the slice's images shuffled by --split-seed (xorshift, Fisher-Yates), the first
    part tuned on, the last --holdout of them held out. The search (greedy, in the spirit of
@@ -21,10 +21,7 @@
 
 static const cli_option tune_options[] = {
     CLI_PIPELINE_OPTIONS,
-    {"images", "FILE", "IDX image file, plain or .gz (required)"},
-    {"labels", "FILE", "IDX label file, plain or .gz (required)"},
-    {"offset", "N", "skip the first N images (default 0)"},
-    {"limit", "N", "use at most N images (default: all)"},
+    CLI_LABELLED_OPTIONS,
     {"output", "FILE", "write the chosen policy to FILE (required)"},
     {"objective", "NAME", "accuracy|nll: what the search maximises or minimises (default "
                           "accuracy, ties broken by NLL)"},
@@ -33,7 +30,9 @@ static const cli_option tune_options[] = {
     {"candidates", "N", "at most N policies tried, 1..1000 (default 40)"},
     {"seconds", "S", "stop the search after S seconds (default: no limit)"},
     {"json", "FILE", "also write the search and the held-out metrics as JSON"},
-    {"splits", "FILE", "also write the two splits' image indices (in the IDX file)"},
+    {"splits", "FILE", "also write the two splits: 'tune' and 'heldout' lines of the images' "
+                       "indices in the IDX file, or with a directory one line a file, 'tune "
+                       "PATH' or 'heldout PATH'"},
     {"no-temperature", NULL, "keep every policy's softmax temperature at 1 instead of fitting "
                              "one to each on the tuning split"},
     {"quiet", NULL, "no progress line (shown only when stderr is a terminal)"},
@@ -151,6 +150,27 @@ static void print_row(const char* name, const metrics* m) {
          m->nll, m->brier, m->ece);
 }
 
+/* --splits: for IDX a line a split, "tune I I ..." and "heldout I I ...", I an image's index in
+   the file; for a directory a line a file, "tune PATH" or "heldout PATH" (a path may hold
+   spaces: `sed -n 's/^heldout //p'` gives classify --files-from its list). */
+static int write_splits(FILE* f, const char* name, const cli_labelled* d, const size_t* order,
+                        const size_t n[2]) {
+  for (size_t i = 0; d->paths && i < d->count; i++)
+    if (strchr(d->paths[i], '\n'))
+      return cli_fail("%s: %s holds a line break, which a line of it cannot", name, d->paths[i]);
+  for (int s = 0; s < 2; s++) {
+    const size_t* part = order + (s ? n[0] : 0);
+    const char* split = s ? "heldout" : "tune";
+    if (!d->paths) fputs(split, f);
+    for (size_t i = 0; i < n[s]; i++) {
+      if (d->paths) fprintf(f, "%s %s\n", split, d->paths[part[i]]);
+      else fprintf(f, " %zu", d->first + part[i]);
+    }
+    if (!d->paths) fputc('\n', f);
+  }
+  return CLI_EXIT_OK;
+}
+
 static int run_tune(const cli_args* a) {
   const char* output;
   static const char* const objectives[] = {"accuracy", "nll", NULL};
@@ -194,8 +214,8 @@ static int run_tune(const cli_args* a) {
       order[i] = order[j], order[j] = keep;
     }
     for (size_t i = 0; i < d.count; i++) {
-      memcpy(images + i * pixels, d.images.pixels + (d.first + order[i]) * pixels, pixels);
-      labels[i] = d.labels[d.first + order[i]];
+      memcpy(images + i * pixels, d.pixels + order[i] * pixels, pixels);
+      labels[i] = d.labels[order[i]];
     }
     const size_t held = (size_t)(holdout * (double)d.count + 0.5);
     *u = (tuner){.a = a, .classes = info.classes, .objective_nll = objective == 1,
@@ -299,13 +319,8 @@ static int run_tune(const cli_args* a) {
     if (!f) {
       rc = cli_fail("%s: cannot create", splits);
     } else {
-      for (int s = 0; s < 2; s++) {
-        fputs(s ? "heldout" : "tune", f);
-        for (size_t i = 0; i < u->n[s]; i++)
-          fprintf(f, " %zu", d.first + order[(s ? u->n[0] : 0) + i]);
-        fputc('\n', f);
-      }
-      if (fclose(f) != 0) rc = cli_fail("%s: writing failed", splits);
+      rc = write_splits(f, splits, &d, order, u->n);
+      if (fclose(f) != 0 && rc == CLI_EXIT_OK) rc = cli_fail("%s: writing failed", splits);
     }
   }
   free(u), free(order), free(images), free(labels);
@@ -315,14 +330,16 @@ static int run_tune(const cli_args* a) {
 
 const cli_command cli_tune = {
     .name = "tune",
-    .usage = "--model PATH --images FILE --labels FILE -o POLICY [options]",
+    .usage = "--model PATH (--images FILE --labels FILE | --images DIR) -o POLICY [options]",
     .summary = "Search test-time augmentation policies on a split of a labelled set; report the "
                "chosen one on the held-out rest.",
     .details = "The search tries the plain model and the options' policy (--tta 5 by default),\n"
                "then each parameter's values in turn (copies, shift, contrast, brightness, noise\n"
                "and its kind, merge), keeping what the objective prefers, within --candidates\n"
                "and --seconds. The chosen policy is written for --tta-policy. Deterministic for\n"
-               "a --split-seed (and the augmentation's --seed).",
+               "a --split-seed (and the augmentation's --seed). The labelled set is read as\n"
+               "eval reads it (ttapipe eval --help): IDX, or a directory of NNNNN_label<L>.png\n"
+               "files, whose --splits name the files.",
     .options = tune_options,
     .max_positional = 0,
     .run = run_tune,

@@ -1,4 +1,5 @@
-/* Helpers the subcommands share: opening the pipeline from options, errors, time. */
+/* Helpers the subcommands share: opening the pipeline and reading image files as the options
+   say, errors, time. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,28 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
   if (cli_flag(a, "no-tta-original")) t->keep_original = 0;
   if (cli_flag(a, "no-tta-clamp")) t->clamp = 0;
   t->merge = merge_modes[merge];
+  return CLI_EXIT_OK;
+}
+
+int cli_image_options(const cli_args* a, ttp_image_options* o) {
+  static const char* const inverts[] = {"auto", "yes", "no", NULL};
+  static const char* const centers[] = {"none", "mnist", NULL};
+  static const ttp_invert invert_ids[] = {TTP_INVERT_AUTO, TTP_INVERT_YES, TTP_INVERT_NO};
+  static const ttp_center center_ids[] = {TTP_CENTER_NONE, TTP_CENTER_MNIST};
+  int invert = 0, center = 0, rc;
+  ttp_image_options_init(o);
+  if ((rc = cli_get_choice(a, "invert", inverts, &invert)) ||
+      (rc = cli_get_choice(a, "center", centers, &center)))
+    return rc;
+  o->invert = invert_ids[invert];
+  o->center = center_ids[center];
+  const char* size = cli_get(a, "max-size");
+  if (size) {
+    char tail;
+    if (sscanf(size, "%dx%d%c", &o->max_width, &o->max_height, &tail) != 2 || o->max_width < 1 ||
+        o->max_height < 1 || o->max_width > 8192 || o->max_height > 8192)
+      return cli_usage_error(a->command, "--max-size must be WxH, each 1..8192, not '%s'", size);
+  }
   return CLI_EXIT_OK;
 }
 

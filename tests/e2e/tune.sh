@@ -13,12 +13,7 @@ set -u
 ttapipe=$1 export_tool=$2 model=$3 datasets=$4 python=${5:-python3} size=${6:-full}
 count=400 candidates=6
 [ "$size" = small ] && count=200 candidates=3
-images=$datasets/mnist/t10k-images-idx3-ubyte.gz labels=$datasets/mnist/t10k-labels-idx1-ubyte.gz
-[ -f "$images" ] && [ -f "$labels" ] || { echo "skipped: no $images"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/ttapipe-tune-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/mnist_test.sh" tune
 tune() { "$ttapipe" tune --model "$model" --engine cpu --threads 2 --images "$images" \
            --labels "$labels" --offset 9000 --limit $count --candidates $candidates --objective nll --quiet "$@"; }
 tune -o "$work/a.policy" --json "$work/a.json" --splits "$work/a.splits" >"$work/a.txt" ||
