@@ -79,10 +79,11 @@ int cli_get_devices(const cli_args* a, int* devices, int* count);
 int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
                       int default_device, ttp_pipeline** p, ttp_tta* tta);
 /* A pass over n images with the pipeline the arguments describe but the augmentation tta: its
-   results (NULL: not kept) and probabilities (NULL: none). eval's copy 0 alone and its mean of
-   a vote's copies, tune's candidates. Returns CLI_EXIT_OK or the exit code after printing why. */
+   results (NULL: not kept), probabilities (NULL: none) and uncertainty measures (NULL: none).
+   eval's copy 0 alone and its mean of a vote's copies, tune's candidates. Returns CLI_EXIT_OK or the exit code after printing why. */
 int cli_classify_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tta,
-                     const uint8_t* images, size_t n, ttp_result* results, float* probs);
+                     const uint8_t* images, size_t n, ttp_result* results, float* probs,
+                     ttp_uncertainty* uncertainty);
 
 /* One line describing the augmentation: "5 copies (copy 0 as it is), shift 2 px, ...". */
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size);

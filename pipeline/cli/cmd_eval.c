@@ -367,7 +367,7 @@ static int run_eval(const cli_args* a) {
     ttp_result* alone = malloc(d.count * sizeof *alone);
     ttp_tta one = tta;
     one.copies = 1;
-    rc = alone ? cli_classify_tta(a, TTP_PLAN_MEASURE, &one, images, d.count, alone, NULL)
+    rc = alone ? cli_classify_tta(a, TTP_PLAN_MEASURE, &one, images, d.count, alone, NULL, NULL)
                : cli_fail("out of memory");
     for (size_t i = 0; rc == CLI_EXIT_OK && i < d.count; i++)
       copy0_correct += alone[i].class_index == d.labels[i];
@@ -378,7 +378,7 @@ static int run_eval(const cli_args* a) {
   if (rc == CLI_EXIT_OK && tta.merge == TTP_MERGE_VOTE) {
     ttp_tta mean = tta;
     mean.merge = TTP_MERGE_MEAN;
-    rc = cli_classify_tta(a, TTP_PLAN_MEASURE, &mean, images, d.count, NULL, probs);
+    rc = cli_classify_tta(a, TTP_PLAN_MEASURE, &mean, images, d.count, NULL, probs, NULL);
   }
   metrics m;
   if (rc == CLI_EXIT_OK &&

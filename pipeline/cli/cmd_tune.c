@@ -99,25 +99,29 @@ typedef struct tuner {
 /* The metrics of policy t on split s (a vote's calibration on the mean of its copies). fitted
    not NULL: the temperature that minimises the split's NLL is fitted to the merged vectors
    (metrics_fit_temperature) and m's NLL is the NLL at that temperature (accuracy, Brier and
-   ECE stay those of t's own temperature). */
+   ECE stay those of t's own temperature). On the held-out split, the uncertainty measures'
+   AUROCs too. */
 static int evaluate(tuner* u, const ttp_tta* t, int s, metrics* m, float* fitted) {
   const size_t n = u->n[s];
   ttp_result* results = malloc(n * sizeof *results);
   float* probs = malloc(n * (size_t)u->classes * sizeof *probs);
-  int rc = results && probs ? cli_classify_tta(u->a, TTP_PLAN_HEURISTIC, t, u->images[s], n,
-                                                results, probs)
-                            : cli_fail("out of memory");
+  ttp_uncertainty* measures = s == 1 ? malloc(n * sizeof *measures) : NULL;
+  int rc = results && probs && (s == 0 || measures)
+               ? cli_classify_tta(u->a, TTP_PLAN_HEURISTIC, t, u->images[s], n, results, probs,
+                                  measures)
+               : cli_fail("out of memory");
   if (rc == CLI_EXIT_OK && t->merge == TTP_MERGE_VOTE) {
     ttp_tta mean = *t;
     mean.merge = TTP_MERGE_MEAN;
-    rc = cli_classify_tta(u->a, TTP_PLAN_HEURISTIC, &mean, u->images[s], n, NULL, probs);
+    rc = cli_classify_tta(u->a, TTP_PLAN_HEURISTIC, &mean, u->images[s], n, NULL, probs, NULL);
   }
-  if (rc == CLI_EXIT_OK && metrics_compute(probs, u->labels[s], results, NULL, n, u->classes, m) != 0)
+  if (rc == CLI_EXIT_OK &&
+      metrics_compute(probs, u->labels[s], results, measures, n, u->classes, m) != 0)
     rc = cli_fail("out of memory");
   if (rc == CLI_EXIT_OK && fitted &&
       metrics_fit_temperature(probs, u->labels[s], n, u->classes, fitted, &m->nll) != 0)
     rc = cli_fail("out of memory");
-  free(results), free(probs);
+  free(results), free(probs), free(measures);
   return rc;
 }
 

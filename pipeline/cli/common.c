@@ -172,13 +172,17 @@ int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_pla
 }
 
 int cli_classify_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tta,
-                     const uint8_t* images, size_t n, ttp_result* results, float* probs) {
+                     const uint8_t* images, size_t n, ttp_result* results, float* probs,
+                     ttp_uncertainty* uncertainty) {
   ttp_pipeline* p = NULL;
   ttp_tta used;
   ttp_result* scratch = results ? NULL : malloc(n * sizeof *scratch);
   int rc = results || scratch ? open_pipeline(a, 0, default_plan, 0, tta, &p, &used)
                               : cli_fail("out of memory");
-  if (rc == CLI_EXIT_OK && ttp_classify(p, images, n, results ? results : scratch, probs) != TTP_OK)
+  ttp_result* into = results ? results : scratch;
+  if (rc == CLI_EXIT_OK &&
+      (uncertainty ? ttp_classify_uncertainty(p, images, n, into, probs, uncertainty)
+                   : ttp_classify(p, images, n, into, probs)) != TTP_OK)
     rc = cli_fail("%s", ttp_last_error(p));
   ttp_close(p);
   free(scratch);
