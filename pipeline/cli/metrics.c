@@ -191,3 +191,17 @@ int metrics_fit_temperature(const float* probs, const uint8_t* labels, size_t n,
   free(logs);
   return 0;
 }
+
+void metrics_losses(const float* probs, const uint8_t* labels, size_t n, int classes,
+                    float temperature, float* losses) {
+  const double beta = 1 / (double)temperature;
+  for (size_t i = 0; i < n; i++) {
+    const float* q = probs + i * (size_t)classes;
+    double top = 0, sum = 0;
+    for (int k = 0; k < classes; k++) top = fmax(top, q[k]);
+    for (int k = 0; k < classes; k++)
+      if (q[k] > 0) sum += exp(beta * (log(q[k]) - log(top)));
+    const double p = q[labels[i]] > 0 ? exp(beta * (log(q[labels[i]]) - log(top))) / sum : 0;
+    losses[i] = (float)-log(fmax(p, 1e-12));
+  }
+}

@@ -54,6 +54,11 @@ int metrics_compute(const float* probs, const uint8_t* labels, const ttp_result*
 int metrics_fit_temperature(const float* probs, const uint8_t* labels, size_t n, int classes,
                             float* temperature, double* nll);
 
+/* Each image's NLL at temperature T into losses[n] (as metrics_compute's NLL: the label's
+   tempered probability floored at 1e-12). */
+void metrics_losses(const float* probs, const uint8_t* labels, size_t n, int classes,
+                    float temperature, float* losses);
+
 /* m's fields as JSON members ("images", "correct", "accuracy", "nll", "brier", "ece", "auroc",
    "bins"), each line starting with indent, without the braces around them. */
 void metrics_json(FILE* f, const metrics* m, const char* indent);
