@@ -14,6 +14,7 @@ struct ttp_writer {
   ttp_format format;
   int topk, probabilities, classes;
   int* order; /* classes: indices by falling probability */
+  int uncertainty;
 };
 
 /* ---- quoting ----------------------------------------------------------------------------------- */
@@ -113,8 +114,10 @@ static const char* status_of(const char* path, const char* error) {
 
 /* ttp_writer_open and ttp_writer_open_append: the CSV header written or not. */
 static ttp_status writer_open(const ttp_pipeline* p, FILE* out, ttp_format format, int topk,
-                              int probabilities, int header, ttp_writer** writer, char* error,
+                              int columns, int header, ttp_writer** writer, char* error,
                               size_t error_size) {
+  const int uncertainty = columns > 0 && (columns & TTP_WRITE_UNCERTAINTY);
+  const int probabilities = columns != 0 && columns != TTP_WRITE_UNCERTAINTY;
   ttp_err e = {0};
   const ttp_model_info* m = p ? ttp_model(p) : NULL;
   if (writer) *writer = NULL;
@@ -132,7 +135,7 @@ static ttp_status writer_open(const ttp_pipeline* p, FILE* out, ttp_format forma
     ERR_NOMEM(&e, sizeof *w);
   }
   if (w) {
-    *w = (ttp_writer){p, out, format, topk, probabilities != 0, m->classes, w->order};
+    *w = (ttp_writer){p, out, format, topk, probabilities, m->classes, w->order, uncertainty};
     if (format == TTP_FORMAT_CSV && header) {
       fputs("path,status,class,label,probability", out);
       for (int k = 2; k <= topk; k++) fprintf(out, ",class_%d,label_%d,probability_%d", k, k, k);
@@ -145,6 +148,7 @@ static ttp_status writer_open(const ttp_pipeline* p, FILE* out, ttp_format forma
           csv_field(out, name);
         }
       }
+      if (uncertainty) fputs(",entropy,mutual_information,agreement", out);
       fputc('\n', out);
     }
     *writer = w;
@@ -181,13 +185,13 @@ static void rank(ttp_writer* w, const ttp_result* r, const float* probs) {
 }
 
 static void write_csv(ttp_writer* w, const char* path, const ttp_result* r, const float* probs,
-                      const char* error) {
+                      const ttp_uncertainty* u, const char* error) {
   FILE* f = w->out;
   csv_field(f, path);
   fputc(',', f);
   if (error || !r) {
     csv_field(f, error ? status_of(path, error) : "error");
-    int empty = 3 * w->topk + (w->probabilities ? 1 + w->classes : 0);
+    int empty = 3 * w->topk + (w->probabilities ? 1 + w->classes : 0) + 3 * w->uncertainty;
     for (int i = 0; i < empty; i++) fputc(',', f);
     fputc('\n', f);
     return;
@@ -212,11 +216,16 @@ static void write_csv(ttp_writer* w, const char* path, const ttp_result* r, cons
       fwrite(num, 1, (size_t)n, f);
     }
   }
+  if (w->uncertainty && !u) fputs(",,,", f);
+  if (w->uncertainty && u) { /* entropy up to ln(classes): more than 1, the digits of %.7f */
+    const float v[3] = {u->entropy, u->mutual_information, u->agreement};
+    for (int k = 0; k < 3; k++) fprintf(f, ",%.7f", v[k]);
+  }
   fputc('\n', f);
 }
 
 static void write_json(ttp_writer* w, const char* path, const ttp_result* r, const float* probs,
-                       const char* error) {
+                       const ttp_uncertainty* u, const char* error) {
   FILE* f = w->out;
   fputs("{\"path\":", f);
   json_string(f, path);
@@ -226,6 +235,7 @@ static void write_json(ttp_writer* w, const char* path, const ttp_result* r, con
     fputs(",\"class\":null,\"label\":null,\"probability\":null", f);
     if (w->topk > 1) fputs(",\"top\":null", f);
     if (w->probabilities) fputs(",\"spread\":null,\"probabilities\":null", f);
+    if (w->uncertainty) fputs(",\"entropy\":null,\"mutual_information\":null,\"agreement\":null", f);
     fputs("}\n", f);
     return;
   }
@@ -247,18 +257,29 @@ static void write_json(ttp_writer* w, const char* path, const ttp_result* r, con
     for (int c = 0; c < w->classes; c++) fprintf(f, "%s%.9g", c ? "," : "", probs[c]);
     fputc(']', f);
   }
+  if (w->uncertainty && u)
+    fprintf(f, ",\"entropy\":%.9g,\"mutual_information\":%.9g,\"agreement\":%.9g", u->entropy,
+            u->mutual_information, u->agreement);
+  else if (w->uncertainty)
+    fputs(",\"entropy\":null,\"mutual_information\":null,\"agreement\":null", f);
   fputs("}\n", f);
+}
+
+ttp_status ttp_writer_write_uncertainty(ttp_writer* w, const char* path, const ttp_result* result,
+                                        const float* probabilities,
+                                        const ttp_uncertainty* uncertainty, const char* error) {
+  if (!w || !path || (result && !error && !probabilities)) return TTP_ERR_INVALID_ARGUMENT;
+  if (result && !error) rank(w, result, probabilities);
+  if (w->format == TTP_FORMAT_CSV)
+    write_csv(w, path, result, probabilities, uncertainty, error);
+  else
+    write_json(w, path, result, probabilities, uncertainty, error);
+  return ferror(w->out) ? TTP_ERR_IO : TTP_OK;
 }
 
 ttp_status ttp_writer_write(ttp_writer* w, const char* path, const ttp_result* result,
                             const float* probabilities, const char* error) {
-  if (!w || !path || (result && !error && !probabilities)) return TTP_ERR_INVALID_ARGUMENT;
-  if (result && !error) rank(w, result, probabilities);
-  if (w->format == TTP_FORMAT_CSV)
-    write_csv(w, path, result, probabilities, error);
-  else
-    write_json(w, path, result, probabilities, error);
-  return ferror(w->out) ? TTP_ERR_IO : TTP_OK;
+  return ttp_writer_write_uncertainty(w, path, result, probabilities, NULL, error);
 }
 
 ttp_status ttp_writer_close(ttp_writer* w) {

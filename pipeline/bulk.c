@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../augment/merge_core.h"
 #include "../io/archive.h"
 #include "../io/decode_pool.h"
 #include "../io/files.h"
@@ -34,6 +35,7 @@ typedef struct report_block {
   size_t n, left; /* files; those not yet reported */
   const ttp_result* results;
   const float* merged;
+  const float* extras;          /* MERGE_EXTRAS a file (ttp_file_uncertainty) */
   const char* const* paths;     /* the pool's strings, valid until it is closed */
   const io_outcome* outcomes;   /* the pool's (not copied: errors instead) */
   char** errors;                /* copied: a failed file's message, else NULL */
@@ -50,6 +52,7 @@ typedef struct files_run {
   void* user;
   ttp_result* results;
   float* merged;
+  float* extras;
   size_t provided, submitted, collected;
   report_block** blocks; /* by chunk, while any of its files waits to be reported */
   size_t blocks_cap;
@@ -102,7 +105,8 @@ static void free_block(report_block* b) {
 /* Copies a block that must wait out of the core's and the pool's arrays (n files). */
 static ttp_status keep_block(report_block** slot, size_t n, size_t classes, ttp_err* e) {
   report_block* b = *slot;
-  size_t bytes = sizeof *b + n * (sizeof(ttp_result) + classes * sizeof(float) + sizeof(char*));
+  size_t bytes = sizeof *b + n * (sizeof(ttp_result) + (classes + MERGE_EXTRAS) * sizeof(float) +
+                                  sizeof(char*));
   report_block* c = malloc(bytes);
   char** errors = calloc(n, sizeof *errors);
   if (!c || !errors) {
@@ -111,12 +115,14 @@ static ttp_status keep_block(report_block** slot, size_t n, size_t classes, ttp_
   }
   ttp_result* results = (ttp_result*)(c + 1);
   float* merged = (float*)(results + n);
-  const char** paths = (const char**)(merged + n * classes);
+  float* extras = merged + n * classes;
+  const char** paths = (const char**)(extras + n * MERGE_EXTRAS);
   memcpy(results, b->results, n * sizeof *results);
   memcpy(merged, b->merged, n * classes * sizeof *merged);
+  memcpy(extras, b->extras, n * MERGE_EXTRAS * sizeof *extras);
   memcpy(paths, b->paths, n * sizeof *paths);
   *c = (report_block){.n = n, .left = b->left, .results = results, .merged = merged,
-                      .paths = paths, .errors = errors, .copied = 1};
+                      .extras = extras, .paths = paths, .errors = errors, .copied = 1};
   for (size_t j = 0; j < n; j++)
     if (b->outcomes[j].status != TTP_OK && !(errors[j] = strdup(b->outcomes[j].error))) {
       free_block(c);
@@ -148,8 +154,12 @@ static size_t report(files_run* r, int final, size_t most) {
     /* A failed file is zeros in its slot: classified with the rest, never reported. */
     if (!error) {
       r->st.classified++;
+      ttp_uncertainty measures =
+          pipeline_uncertainty(b->merged + j * classes, (int)classes, b->extras + j * MERGE_EXTRAS);
+      r->p->file_uncertainty = &measures;
       r->callback(r->user, r->reported++, b->paths[j], &b->results[j], b->merged + j * classes,
                   NULL);
+      r->p->file_uncertainty = NULL;
     } else {
       r->st.failed++;
       r->callback(r->user, r->reported++, b->paths[j], NULL, NULL, error);
@@ -170,7 +180,7 @@ static ttp_status collect_chunk(files_run* r) {
   ttp_pipeline* p = r->p;
   size_t n, files;
   double t0 = clock_seconds();
-  if (stream_collect(&p->stream, r->results, r->merged, NULL, &n, &p->err) != TTP_OK) {
+  if (stream_collect(&p->stream, r->results, r->merged, r->extras, &n, &p->err) != TTP_OK) {
     err_prefix(&p->err, "classifying files, the batch after the first %zu in order: ",
                r->reported);
     return p->err.status;
@@ -189,7 +199,7 @@ static ttp_status collect_chunk(files_run* r) {
     r->blocks = grown, r->blocks_cap = cap;
   }
   report_block view = {.n = files, .left = files, .results = r->results, .merged = r->merged,
-                       .paths = paths, .outcomes = outcomes};
+                       .extras = r->extras, .paths = paths, .outcomes = outcomes};
   r->blocks[k] = files ? &view : NULL;
   r->collected++;
   TRACE_PUSH("hand out results");
@@ -287,8 +297,10 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
                  .st = {.struct_size = sizeof r.st, .threads = threads}};
   r.results = malloc(capacity * sizeof *r.results);
   r.merged = malloc(capacity * classes * sizeof *r.merged);
-  ttp_status s = r.results && r.merged
-                     ? TTP_OK : ERR_NOMEM(&p->err, capacity * (sizeof *r.results + classes * 4));
+  r.extras = malloc(capacity * MERGE_EXTRAS * sizeof *r.extras);
+  ttp_status s = r.results && r.merged && r.extras
+                     ? TTP_OK
+                     : ERR_NOMEM(&p->err, capacity * (sizeof *r.results + (classes + 2) * 4));
   io_pool_walk* walking = NULL;
   /* A list holding archives is fed by the walk's thread too (without walking): it opens each
      archive when its turn comes. */
@@ -329,6 +341,7 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
   if (stats) *stats = r.st;
   free(r.results);
   free(r.merged);
+  free(r.extras);
   atomic_store(&p->cancel, 0); /* a request lasts one call */
   return s;
 }

@@ -294,6 +294,20 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
   return stream_run(&p->stream, images, count, results, probabilities, NULL, &p->err);
 }
 
+ttp_uncertainty pipeline_uncertainty(const float* merged, int classes, const float* extras) {
+  float entropy = 0; /* of the vector handed out: after the temperature */
+  for (int k = 0; k < classes; k++) entropy += merge_surprise(merged[k]);
+  return (ttp_uncertainty){
+      .entropy = entropy,
+      .mutual_information = extras[MERGE_EXTRA_MUTUAL],
+      .agreement = extras[MERGE_EXTRA_AGREEMENT],
+  };
+}
+
+const ttp_uncertainty* ttp_file_uncertainty(const ttp_pipeline* p) {
+  return p ? p->file_uncertainty : NULL;
+}
+
 ttp_status ttp_classify_uncertainty(ttp_pipeline* p, const uint8_t* images, size_t count,
                                     ttp_result* results, float* probabilities,
                                     ttp_uncertainty* uncertainty) {
@@ -311,15 +325,9 @@ ttp_status ttp_classify_uncertainty(ttp_pipeline* p, const uint8_t* images, size
   ttp_status st = merged && extras
                       ? stream_run(&p->stream, images, count, results, merged, extras, &p->err)
                       : ERR_NOMEM(&p->err, count * (classes + MERGE_EXTRAS) * sizeof(float));
-  for (size_t i = 0; st == TTP_OK && i < count; i++) {
-    float entropy = 0; /* of the vector handed out: after the temperature */
-    for (size_t k = 0; k < classes; k++) entropy += merge_surprise(merged[i * classes + k]);
-    uncertainty[i] = (ttp_uncertainty){
-        .entropy = entropy,
-        .mutual_information = extras[i * MERGE_EXTRAS + MERGE_EXTRA_MUTUAL],
-        .agreement = extras[i * MERGE_EXTRAS + MERGE_EXTRA_AGREEMENT],
-    };
-  }
+  for (size_t i = 0; st == TTP_OK && i < count; i++)
+    uncertainty[i] = pipeline_uncertainty(merged + i * classes, (int)classes,
+                                          extras + i * MERGE_EXTRAS);
   if (merged != probabilities) free(merged);
   free(extras);
   return st;

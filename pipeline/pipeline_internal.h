@@ -26,6 +26,7 @@ struct ttp_pipeline {
   aug_spec spec;            /* the augmentation, checked */
   ttp_merge merge;
   float temperature; /* after the merge, by the streaming core (ttp_tta.temperature) */
+  const ttp_uncertainty* file_uncertainty; /* during a files callback: ttp_file_uncertainty */
   ttp_model_info info;
   ttp_layer_info* layers;
   char (*details)[64];      /* layers[i].detail */
@@ -40,5 +41,9 @@ struct ttp_pipeline {
 /* TTP_OK when no batch of ttp_submit is in flight; else refused (recorded): the calls that run
    the stream themselves (ttp_classify, the files path) wait until they are collected. */
 ttp_status pipeline_idle(ttp_pipeline* p);
+
+/* An image's ttp_uncertainty from its merged vector as handed out (classes floats) and the
+   merge's extras (MERGE_EXTRAS floats, augment/merge_core.h). */
+ttp_uncertainty pipeline_uncertainty(const float* merged, int classes, const float* extras);
 
 #endif

@@ -676,6 +676,10 @@ ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t 
                               const ttp_image_options* options, int threads,
                               ttp_file_callback callback, void* user, ttp_bulk_stats* stats);
 
+/* During a ttp_file_callback of a classified file (result not NULL), called from the callback:
+   that file's ttp_uncertainty (valid during the callback only); NULL anywhere else. */
+const ttp_uncertainty* ttp_file_uncertainty(const ttp_pipeline* p);
+
 /* Asks a running ttp_classify_files or ttp_classify_paths on p to stop: it submits no new
    batch, finishes the batches in flight, reports every file whose turn has come (so the rows
    reported are the first N files, in order) and returns TTP_ERR_CANCELLED; stats->files -
@@ -699,10 +703,14 @@ ttp_status ttp_classify_paths(ttp_pipeline* p, const char* const* paths, size_t 
  * One row per file. CSV (RFC 4180, a header line first, fields quoted when they hold a comma,
  * quote or line break): path,status,class,label,probability; then with top-k > 1
  * class_2,label_2,probability_2 .. class_K,label_K,probability_K; then with probabilities
- * spread and one p_LABEL column per class. status is "ok" or the file's error; the other fields
- * of an error row are empty. JSON Lines: one object per line with the same fields ("top": a list
- * of {class, label, probability}; "spread" and "probabilities": a list), null where empty;
- * strings escaped, bytes that are not UTF-8 written as \u00XX. */
+ * spread and one p_LABEL column per class; then with uncertainty entropy,mutual_information,
+ * agreement (ttp_uncertainty). status is "ok" or the file's error; the other fields of an error
+ * row are empty. JSON Lines: one object per line with the same fields ("top": a list of {class,
+ * label, probability}; "spread" and "probabilities": a list; "entropy", "mutual_information",
+ * "agreement"), null where empty; strings escaped, bytes that are not UTF-8 written as \u00XX.
+ * The writers' `columns` argument: 0, or the sum of these (any other nonzero value writes the
+ * probabilities, as the argument's earlier meaning, "probabilities": nonzero, did). */
+enum { TTP_WRITE_PROBABILITIES = 1, TTP_WRITE_UNCERTAINTY = 2 };
 
 typedef enum ttp_format { TTP_FORMAT_CSV = 0, TTP_FORMAT_JSONL = 1 } ttp_format;
 
@@ -711,17 +719,22 @@ typedef struct ttp_writer ttp_writer;
 /* out: an open stream (not closed by the writer). topk: 1..classes. The pipeline gives the
    labels and must outlive the writer. Writes the CSV header. */
 ttp_status ttp_writer_open(const ttp_pipeline* p, FILE* out, ttp_format format, int topk,
-                           int probabilities, ttp_writer** writer, char* error,
+                           int columns, ttp_writer** writer, char* error,
                            size_t error_size);
 /* As ttp_writer_open, for rows appended to an output that has its header already (a resumed
    run, ttapipe classify --resume): writes no header. */
 ttp_status ttp_writer_open_append(const ttp_pipeline* p, FILE* out, ttp_format format, int topk,
-                                  int probabilities, ttp_writer** writer, char* error,
+                                  int columns, ttp_writer** writer, char* error,
                                   size_t error_size);
 /* One row: result and probabilities (both required) as ttp_file_callback gives them, or error
    (then both may be NULL). Returns TTP_ERR_IO when the stream fails (disk full, closed pipe). */
 ttp_status ttp_writer_write(ttp_writer* w, const char* path, const ttp_result* result,
                             const float* probabilities, const char* error);
+/* ttp_writer_write with the row's uncertainty (ttp_file_uncertainty's; NULL: empty fields), for
+   a writer opened with TTP_WRITE_UNCERTAINTY. */
+ttp_status ttp_writer_write_uncertainty(ttp_writer* w, const char* path, const ttp_result* result,
+                                        const float* probabilities,
+                                        const ttp_uncertainty* uncertainty, const char* error);
 /* Flushes and frees; returns TTP_ERR_IO if anything written was lost. Accepts NULL. */
 ttp_status ttp_writer_close(ttp_writer* w);
 

@@ -22,6 +22,8 @@ static const cli_option classify_options[] = {
     {"output", "FILE", "write the results to FILE instead of standard output"},
     {"topk", "K", "also write the K-1 next most probable classes (default 1)"},
     {"probs", NULL, "also write the TTA spread and every class's probability"},
+    {"uncertainty", NULL, "also write each file's entropy, the mutual information between its "
+                          "copies and the class, and the copies' agreement with the answer"},
     CLI_IMAGE_OPTIONS,
     {"quiet", NULL, "no progress line and no summary on stderr"},
     {"shard", "I/N", "classify files I, I+N, I+2N, ... of the list alone (0 <= I < N; default: "
@@ -42,13 +44,15 @@ typedef struct progress {
   int show;           /* a progress line: stderr is a terminal and not --quiet */
   int write_failed;
   double start, shown;
+  const ttp_pipeline* p; /* the files' ttp_file_uncertainty */
 } progress;
 
 static void on_file(void* user, size_t index, const char* path, const ttp_result* result,
                     const float* probabilities, const char* error) {
   (void)index;
   progress* pr = user;
-  if (ttp_writer_write(pr->writer, path, result, probabilities, error) != TTP_OK)
+  if (ttp_writer_write_uncertainty(pr->writer, path, result, probabilities,
+                                   ttp_file_uncertainty(pr->p), error) != TTP_OK)
     pr->write_failed = 1;
   if (pr->report) files_report_add(pr->report, path, result, error);
   pr->done++;
@@ -124,10 +128,10 @@ typedef struct rows_like {
 
 /* Opens it; x->text then holds the header (nothing for JSON Lines). 0 on success. */
 static int rows_like_open(rows_like* x, ttp_pipeline* p, ttp_format format, int topk,
-                          int probs) {
+                          int columns) {
   *x = (rows_like){0};
   if (!(x->f = open_memstream(&x->text, &x->size)) ||
-      ttp_writer_open(p, x->f, format, topk, probs, &x->w, NULL, 0) != TTP_OK || fflush(x->f))
+      ttp_writer_open(p, x->f, format, topk, columns, &x->w, NULL, 0) != TTP_OK || fflush(x->f))
     return -1;
   x->len = (size_t)ftell(x->f);
   return 0;
@@ -155,7 +159,7 @@ static void rows_like_close(rows_like* x) {
    so the rows of the last archive in FILE are cut off too and that archive classified again.
    A FILE that does not exist or is empty: nothing done. */
 static int resume_from(const char* output, ttp_pipeline* p, ttp_format format, int topk,
-                       int probs, const char* const* paths, size_t count, size_t* done,
+                       int columns, const char* const* paths, size_t count, size_t* done,
                        int* header_written) {
   *done = 0, *header_written = 0;
   char* text;
@@ -164,14 +168,15 @@ static int resume_from(const char* output, ttp_pipeline* p, ttp_format format, i
     return errno == ENOENT ? CLI_EXIT_OK : cli_fail("%s: cannot read: %s", output, strerror(errno));
   const int csv = format == TTP_FORMAT_CSV;
   rows_like like;
-  int rc = rows_like_open(&like, p, format, topk, probs) == 0 ? CLI_EXIT_OK
+  int rc = rows_like_open(&like, p, format, topk, columns) == 0 ? CLI_EXIT_OK
                                                               : cli_fail("out of memory");
   size_t at = 0;
   if (rc == CLI_EXIT_OK && csv && n > 0) { /* this run's header (a torn one: written again) */
     const size_t len = like.len;
     const int torn = n < len && memcmp(text, like.text, n) == 0;
     if (!torn && (n < len || memcmp(text, like.text, len) != 0))
-      rc = cli_fail("%s: its header is not this run's (other --topk, --probs or model?)", output);
+      rc = cli_fail("%s: its header is not this run's (other --topk, --probs, --uncertainty or "
+                    "model?)", output);
     at = torn ? 0 : len;
     *header_written = !torn;
   }
@@ -384,11 +389,12 @@ static int classify_job(const cli_args* a, const cli_job* job) {
     rc = cli_usage_error(a->command, "--topk must be at most %d, the model's classes",
                          ttp_model(p)->classes);
   const ttp_format fmt = format ? TTP_FORMAT_JSONL : TTP_FORMAT_CSV;
+  const int columns = (cli_flag(a, "probs") ? TTP_WRITE_PROBABILITIES : 0) |
+                      (cli_flag(a, "uncertainty") ? TTP_WRITE_UNCERTAINTY : 0);
   size_t done = 0; /* --resume: the files whose rows the output holds already */
   int header_written = 0;
   if (rc == CLI_EXIT_OK && resume)
-    rc = resume_from(output, p, fmt, (int)topk, cli_flag(a, "probs"), paths, count, &done,
-                     &header_written);
+    rc = resume_from(output, p, fmt, (int)topk, columns, paths, count, &done, &header_written);
   char* mem = NULL; /* a rank's rows, in memory until rank 0 deals them out (job.h) */
   size_t mem_n = 0;
   if (rc == CLI_EXIT_OK && job->size > 1 && !(out = open_memstream(&mem, &mem_n)))
@@ -397,7 +403,7 @@ static int classify_job(const cli_args* a, const cli_job* job) {
     rc = cli_fail("%s: cannot create: %s", output, strerror(errno));
   if (rc == CLI_EXIT_OK &&
       (header_written ? ttp_writer_open_append : ttp_writer_open)(
-          p, out, fmt, (int)topk, cli_flag(a, "probs"), &writer, error, sizeof error) != TTP_OK)
+          p, out, fmt, (int)topk, columns, &writer, error, sizeof error) != TTP_OK)
     rc = cli_fail("%s", error);
   if (rc == CLI_EXIT_OK && resume && !cli_flag(a, "quiet"))
     fprintf(stderr, "ttapipe: %s holds the rows of %zu of %zu %s: classifying the other %zu\n",
@@ -411,7 +417,7 @@ static int classify_job(const cli_args* a, const cli_job* job) {
     rc = cli_fail("out of memory");
   if (rc == CLI_EXIT_OK) {
     progress pr = {writer, report, archives ? 0 : count - done, 0, 0,
-                   isatty(2) && !quiet && job->rank == 0, 0, cli_now(), 0};
+                   isatty(2) && !quiet && job->rank == 0, 0, cli_now(), 0, p};
     caught_signal = 0;
     catch_stop_signals(p);
     /* Directories alone: walked while their first files are classified. */
@@ -481,7 +487,8 @@ const cli_command cli_classify = {
     .summary = "Classify image files (PNG, JPEG, BMP, PGM/PPM), directories walked recursively.",
     .details = "One row per file, in order: sorted paths within each directory, the given order\n"
                "otherwise. CSV columns: path,status,class,label,probability (+ top-k, + spread and\n"
-               "probabilities with --probs); status is 'ok' or that file's error, and the other\n"
+               "probabilities with --probs, + entropy,mutual_information,agreement with\n"
+               "--uncertainty); status is 'ok' or that file's error, and the other\n"
                "files go on. --threads sets the decoding threads too (default: one per core).\n"
                "Exit status: 0 all classified, 1 fatal error, 2 usage error, 3 some files failed;\n"
                "SIGINT, SIGTERM or SIGHUP stop it after the batches in flight, the rows of the\n"

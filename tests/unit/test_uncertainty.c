@@ -9,8 +9,14 @@
      share of copies whose most probable class is the result's, exactly;
    - a temperature T: each merged vector is T = 1's raised to 1/T and normalised (within 1e-6),
      the class and the spread the same bits, the probability the class's new value;
-   - refusals: no uncertainty array; a temperature out of 0.01..100. */
+   - refusals: no uncertainty array; a temperature out of 0.01..100;
+   - the files path: during ttp_classify_files' callback, ttp_file_uncertainty gives each of 29
+     PNG files the bits ttp_classify_uncertainty gives its decoded pixels (5 copies, T = 2.5),
+     NULL for a missing file and outside the callback; the writer's uncertainty columns (CSV
+     and JSON Lines) hold those values. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/common/check.h"
@@ -31,6 +37,97 @@ static int argmax(const float* p, int n) {
   for (int k = 1; k < n; k++)
     if (p[k] > p[best]) best = k;
   return best;
+}
+
+enum { FILES = 30 };
+
+typedef struct seen {
+  const ttp_pipeline* p;
+  ttp_uncertainty u[FILES];
+  int null[FILES];
+  ttp_writer* csv;
+  ttp_writer* jsonl;
+} seen;
+
+static void on_file(void* user, size_t index, const char* path, const ttp_result* result,
+                    const float* probabilities, const char* error) {
+  seen* s = user;
+  const ttp_uncertainty* u = ttp_file_uncertainty(s->p);
+  s->null[index] = u == NULL;
+  if (u) s->u[index] = *u;
+  CHECK(ttp_writer_write_uncertainty(s->csv, path, result, probabilities, u, error) == TTP_OK &&
+            ttp_writer_write_uncertainty(s->jsonl, path, result, probabilities, u, error) ==
+                TTP_OK, "writing a row");
+}
+
+/* The files path and the writer against ttp_classify_uncertainty. */
+static void files_path(const char* dir, test_rng* rng) {
+  ttp_tta tta;
+  ttp_tta_init(&tta);
+  tta.copies = 5, tta.temperature = 2.5f;
+  ttp_pipeline* p = fixture_open(dir, TTP_ENGINE_CPU, &tta);
+  char* paths[FILES];
+  static uint8_t pixels[FILES * PIXELS];
+  ttp_image_options io;
+  ttp_image_options_init(&io);
+  for (int i = 0; i < FILES; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "f%02d.png", i);
+    paths[i] = strdup(test_path(dir, name));
+    if (i == FILES - 1) break; /* missing */
+    uint8_t px[PIXELS];
+    for (int k = 0; k < PIXELS; k++) px[k] = (uint8_t)test_int(rng, 0, 255);
+    fixture_png(paths[i], 28, 28, 1, px);
+    char error[TTP_ERROR_SIZE];
+    CHECK(ttp_load_image(paths[i], &io, 28, 28, pixels + i * PIXELS, error, sizeof error) ==
+          TTP_OK, "%s", error);
+  }
+  seen s = {.p = p};
+  char *csv = NULL, *jsonl = NULL;
+  size_t csv_n = 0, jsonl_n = 0;
+  FILE* fc = open_memstream(&csv, &csv_n);
+  FILE* fj = open_memstream(&jsonl, &jsonl_n);
+  const int columns = TTP_WRITE_PROBABILITIES | TTP_WRITE_UNCERTAINTY;
+  CHECK(ttp_writer_open(p, fc, TTP_FORMAT_CSV, 1, columns, &s.csv, NULL, 0) == TTP_OK &&
+            ttp_writer_open(p, fj, TTP_FORMAT_JSONL, 1, TTP_WRITE_UNCERTAINTY, &s.jsonl, NULL, 0) ==
+                TTP_OK, "writers");
+  for (int i = 0; i < FILES; i++) test_poison(&s.u[i].entropy, 3);
+  CHECK(ttp_file_uncertainty(p) == NULL, "an uncertainty outside a callback");
+  CHECK(ttp_classify_files(p, (const char* const*)paths, FILES, &io, 3, on_file, &s, NULL) ==
+        TTP_OK, "%s", ttp_last_error(p));
+  CHECK(ttp_file_uncertainty(p) == NULL, "an uncertainty after the call");
+  ttp_writer_close(s.csv), ttp_writer_close(s.jsonl);
+  fclose(fc), fclose(fj);
+  ttp_result results[FILES - 1];
+  ttp_uncertainty want[FILES - 1];
+  CHECK(ttp_classify_uncertainty(p, pixels, FILES - 1, results, NULL, want) == TTP_OK, "%s",
+        ttp_last_error(p));
+  CHECK(s.null[FILES - 1], "the missing file has an uncertainty");
+  const char* row = strchr(csv, '\n') + 1;
+  CHECK(strstr(csv, ",p_9,entropy,mutual_information,agreement\n") == row - 42, "CSV header: %.200s",
+        csv);
+  for (int i = 0; i < FILES - 1; i++) {
+    CHECK(!s.null[i] && memcmp(&s.u[i], &want[i], sizeof want[i]) == 0, "file %d: %g %g %g, "
+          "not ttp_classify_uncertainty's %g %g %g", i, s.u[i].entropy,
+          s.u[i].mutual_information, s.u[i].agreement, want[i].entropy,
+          want[i].mutual_information, want[i].agreement);
+    char tail[128];
+    snprintf(tail, sizeof tail, ",%.7f,%.7f,%.7f\n", want[i].entropy, want[i].mutual_information,
+             want[i].agreement);
+    const char* end = strchr(row, '\n') + 1;
+    CHECK((size_t)(end - row) > strlen(tail) && memcmp(end - strlen(tail), tail, strlen(tail)) == 0,
+          "file %d's CSV row: %.*s", i, (int)(end - row), row);
+    row = end;
+  }
+  CHECK(strstr(row, ",,,\n") && strstr(jsonl, "\"entropy\":null,\"mutual_information\":null,"
+                                                 "\"agreement\":null}"), "the missing file's fields");
+  char first[160];
+  snprintf(first, sizeof first, "\"entropy\":%.9g,\"mutual_information\":%.9g,\"agreement\":%.9g}",
+           want[0].entropy, want[0].mutual_information, want[0].agreement);
+  CHECK(strstr(jsonl, first), "JSON Lines: no %s in %.300s", first, jsonl);
+  for (int i = 0; i < FILES; i++) free(paths[i]);
+  free(csv), free(jsonl);
+  ttp_close(p);
 }
 
 int main(void) {
@@ -127,6 +224,7 @@ int main(void) {
     EXPECT_MESSAGE(ttp_last_error(p), "temperature");
     ttp_close(p);
   }
+  files_path(dir, &rng);
   test_remove_tree(dir);
   printf("test_uncertainty: entropy, mutual information, agreement and temperatures agree with "
          "their definitions over %d images\n", checked);
