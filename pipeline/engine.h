@@ -1,8 +1,8 @@
 /* The engines that run a model, from a registry (engines.c), so that the pipeline knows none of
    them by name or address. Each engine says which layers it supports; ttp_open checks the model
    against it before any work. Two kinds:
-   - a host engine (cpu) does the whole job of a batch on the CPU: augment, forward every copy,
-     merge. host_stream.c drives it through the streaming core (stream.h);
+   - a host engine (cpu, onednn) does the whole job of a batch on the CPU: augment, forward
+     every copy, merge. host_stream.c drives it through the streaming core (stream.h);
    - a GPU engine is only a network: plan, enqueue (stream, device input, device output,
      bucket), describe, destroy (graph/runner.h). graph/'s runner does the rest: the device, the
      buckets, the ring of pinned slots, the CUDA Graphs, the timings.
@@ -25,7 +25,7 @@ extern "C" {
 
 /* What an engine is opened with: the checked options of ttp_open. */
 typedef struct engine_config {
-  int threads;             /* CPU engine: worker threads */
+  int threads;             /* CPU engines: worker threads */
   int device;              /* GPU engines: CUDA device index */
   const int* devices;      /* GPU engines: device_count > 1: one runner on each of these (graph/
                               devices.c); device is devices[0] */
@@ -58,7 +58,7 @@ struct gpu_network_ops; /* graph/runner.h: a GPU engine's network */
 
 typedef struct engine_entry {
   ttp_engine id;    /* the value callers name it by (ttapipe.h) */
-  const char* name; /* "cpu", "cudnn", "fused" */
+  const char* name; /* "cpu", "cudnn", "fused", "onednn" */
   /* Whether the engine runs layer l under options c; if not, why (one phrase) into why. NULL
      where this build cannot run the engine at all. */
   int (*supports)(const model_layer* l, const engine_config* c, char* why, size_t n);
@@ -74,6 +74,9 @@ typedef struct engine_entry {
      eagerly or (use_graph) through a captured CUDA Graph, in c->precision. */
   ttp_status (*run_layer)(const model_layer* l, int n, const engine_config* c, int use_graph,
                           const float* in, float* out, size_t guard, ttp_err* e);
+  /* A CPU engine this build lacks (supports NULL): why, for the error of a caller who names it.
+     NULL for the GPU engines, whose absence is TTP_ERR_NO_GPU. */
+  const char* absent;
 } engine_entry;
 
 /* The entry of engine id; NULL for an unknown or retired value (3, the naive baseline). */

@@ -6,8 +6,9 @@
 #include "clock.h"
 #include "engine.h"
 
-/* Images per batch and slots of the ring: enough for the CPU engine's threads to share a
-   batch, small enough that the files path hands results out often. */
+/* Images per batch (at most: max_batch if smaller) and slots of the ring: enough for the CPU
+   engines' threads to share a batch, small enough that the files path hands results out
+   often. */
 enum { HOST_CAPACITY = 256, HOST_DEPTH = 2 };
 
 typedef struct host_stream {
@@ -77,10 +78,12 @@ ttp_status host_stream_open(const host_engine_ops* engine, const model* m, const
   if (!h) return ERR_NOMEM(e, sizeof *h);
   h->engine = engine;
   size_t pixels = model_shape_size(m->input);
+  size_t capacity = c->max_batch >= 1 && c->max_batch < HOST_CAPACITY ? (size_t)c->max_batch
+                                                                      : HOST_CAPACITY;
   for (int k = 0; k < HOST_DEPTH; k++)
-    if (!(h->input[k] = malloc(HOST_CAPACITY * pixels))) {
+    if (!(h->input[k] = malloc(capacity * pixels))) {
       host_close(h);
-      return ERR_NOMEM(e, HOST_CAPACITY * pixels);
+      return ERR_NOMEM(e, capacity * pixels);
     }
   ttp_status st = engine->open(m, c, &h->state, e);
   if (st != TTP_OK) {
@@ -89,6 +92,6 @@ ttp_status host_stream_open(const host_engine_ops* engine, const model* m, const
     return st;
   }
   *s = (batch_stream){.ops = &host_stream_ops, .impl = h, .depth = HOST_DEPTH,
-                      .capacity = HOST_CAPACITY, .pixels = pixels, .classes = m->classes};
+                      .capacity = capacity, .pixels = pixels, .classes = m->classes};
   return TTP_OK;
 }

@@ -198,8 +198,9 @@ typedef struct ttp_pipeline ttp_pipeline; /* opaque */
 
 typedef enum ttp_engine {
   TTP_ENGINE_AUTO = 0,  /* the best engine that supports the model and opens: fused, else cudnn,
-                           where this build has GPU support and a GPU is usable, else cpu (the
-                           description says why a better one did not open) */
+                           where this build has GPU support and a GPU is usable, else onednn
+                           where this build has it, else cpu (the description says why a better
+                           one did not open) */
   TTP_ENGINE_CPU = 1,   /* the plain C reference engine; runs everywhere */
   TTP_ENGINE_CUDNN = 2, /* cuDNN and cuBLAS on a GPU, each batch one CUDA Graph */
   TTP_ENGINE_RESERVED_3 = 3 /* was TTP_ENGINE_NAIVE: NVIDIA's sample's way of driving the
@@ -207,7 +208,10 @@ typedef enum ttp_engine {
                            and the value is never reused */,
   TTP_ENGINE_FUSED = 4  /* ttapipe's own kernels on a GPU for LeNet-shaped models (README,
                            "Engines"): three launches for the whole augmented pass, each batch
-                           one CUDA Graph; fp32 */
+                           one CUDA Graph; fp32 */,
+  TTP_ENGINE_ONEDNN = 5 /* the fast CPU engine, on oneDNN (where this build has it: README,
+                           "Engines"); fp32, within the reference's tolerance; auto takes it
+                           where no GPU engine opens */
   /* Appended as engines arrive; values never change. */
 } ttp_engine;
 
@@ -250,15 +254,17 @@ typedef struct ttp_options {
   const char* model_dir; /* a directory in the mnistCUDNN layout, or an ONNX file (a path that
                             ends in ".onnx"; see "Models"); required; read during ttp_open only */
   ttp_engine engine;     /* default TTP_ENGINE_AUTO */
-  int threads;           /* worker threads of the CPU engine, 1..256; 0 (default) = one per
-                            online core */
+  int threads;           /* threads of the CPU engines (cpu, onednn), 1..256; 0 (default) = one
+                            per online core */
   const ttp_tta* tta;    /* test-time augmentation; NULL (default) = none. Read during ttp_open
                             only. */
   int device;            /* GPU engines: CUDA device index (default 0) */
-  ttp_precision precision; /* GPU engines (default TTP_PRECISION_FP32); the CPU engine is fp32 */
-  int max_batch;         /* GPU engines: images per batch, 1..65536 (default 1024). A batch of
-                            fewer images is padded up to the smallest bucket that holds it: 1, 8,
-                            64, 512, 4096, 32768 below max_batch, and max_batch itself */
+  ttp_precision precision; /* GPU engines (default TTP_PRECISION_FP32); the CPU engines are
+                              fp32 */
+  int max_batch;         /* images per batch, 1..65536 (default 1024); the CPU engines take at
+                            most 256. On a GPU a batch of fewer images is padded up to the
+                            smallest bucket that holds it: 1, 8, 64, 512, 4096, 32768 below
+                            max_batch, and max_batch itself */
   int slots;             /* GPU engines: pinned host slots in the transfer ring, 2..16 (default
                             3): while one batch computes, the next is copied in and the one
                             before copied out */
@@ -390,8 +396,8 @@ typedef struct ttp_result {
    results: count entries, written. probabilities: NULL, or count x classes floats, written with
    each image's merged probability vector. count may be 0. Deterministic: an image's result does
    not depend on count, on its position, or on the other images.
-   Every engine runs behind the same streaming core: the images are copied, max_batch at a time
-   (256 on the CPU), into the pipeline's own input slots (pinned host memory on a GPU), each
+   Every engine runs behind the same streaming core: the images are copied, ttp_batch_capacity at a
+   time, into the pipeline's own input slots (pinned host memory on a GPU), each
    batch started as soon as it is copied, so that on a GPU one batch's copy in, another's
    compute and a third's copy out overlap; results are collected in order into the caller's
    arrays. The call returns when every result is there: the caller's memory is read only during
@@ -462,7 +468,8 @@ ttp_status ttp_inspect_copies(ttp_pipeline* p, const uint8_t* image, uint8_t* pi
  * collect them first. After a failed ttp_submit or ttp_collect every batch in flight is dropped
  * (ttp_batches_in_flight is 0 again); their results never come. */
 
-/* The most images one batch may hold: max_batch on a GPU, 256 on the CPU; 0 if p is not open. */
+/* The most images one batch may hold: max_batch on a GPU, max_batch up to 256 on the CPU; 0 if
+   p is not open. */
 size_t ttp_batch_capacity(const ttp_pipeline* p);
 /* The most batches in flight at a time (the pipeline's slots); 0 if p is not open. */
 int ttp_batches_max(const ttp_pipeline* p);
@@ -655,8 +662,7 @@ typedef struct ttp_bulk_stats {
 /* Classifies image files: a pool of `threads` threads (0: one per core) reads and decodes them
    (ttp_load_image with options) straight into the engine's input slots while the engine
    classifies the batches already decoded; decoding and batches in flight share the `slots`
-   slots of the pipeline (ttp_options.slots; a slot holds max_batch images on a GPU, 256 on the
-   CPU), so memory stays bounded and one slow file holds back nothing but its own batch. A file that fails
+   slots of the pipeline (ttp_options.slots; a slot holds ttp_batch_capacity images), so memory stays bounded and one slow file holds back nothing but its own batch. A file that fails
    is reported to the callback with its error and the others go on. stats may be NULL.
    Returns TTP_OK (also when files failed: see stats->failed), TTP_ERR_INVALID_ARGUMENT,
    TTP_ERR_CANCELLED (ttp_cancel), or an engine failure (TTP_ERR_GPU_LOST as for ttp_classify):

@@ -18,9 +18,9 @@
 static const cli_option bench_options[] = {
     {"model", "PATH", "model: a directory in the mnistCUDNN layout or an ONNX file (required)"},
     {"images", "FILE", "an IDX image file to cycle through (default: random images)"},
-    {"engine", "LIST", "engines, comma-separated: cpu,cudnn,fused (default cudnn with a GPU, "
-                       "else cpu)"},
-    {"precision", "LIST", "fp32,fp16 (default fp32; the CPU engine is fp32 only)"},
+    {"engine", "LIST", "engines, comma-separated: auto,cpu,onednn,cudnn,fused (default auto: "
+                       "each row names the engine auto opened)"},
+    {"precision", "LIST", "fp32,fp16 (default fp32; the CPU engines are fp32 only)"},
     {"batch", "LIST", "batch sizes (default 1,64,1024)"},
     {"tta", "LIST", "TTA copies per image (default 5, or the policy's)"},
     {"tta-policy", "FILE", "the augmentation from a policy file (README: TTA policies); --tta "
@@ -36,7 +36,7 @@ static const cli_option bench_options[] = {
     {"device", "D", "CUDA device (default 0)"},
     {"devices", "LIST", "all|D,D,...: several GPUs behind each pipeline (--batch is then each "
                         "GPU's batch; device mode splits batch x GPUs images among them)"},
-    {"threads", "N", "threads of the CPU engine (default: one per core)"},
+    {"threads", "N", "threads of the CPU engines (default: one per core)"},
     {"json", "FILE", "also write every point, and the machine, as JSON to FILE"},
     {"report", "FILE", "also write an HTML report to FILE: images/s against the batch on log "
                        "axes with the performance model's ceilings, and the latencies"},
@@ -78,7 +78,24 @@ static int split(const char* text, char* copy, size_t size, const char** items, 
   return n;
 }
 
-/* Measures one point; returns 0, or 1 when the point cannot run (printed as skipped). */
+/* The CPU engines: one precision (fp32), no graphs. */
+static int host_engine(const char* name) { return !strcmp(name, "cpu") || !strcmp(name, "onednn"); }
+
+/* The name of the engine p opened (its description's first word), as cli_engine_names spells
+   it; "auto" if none matches. */
+static const char* opened_engine(const ttp_pipeline* p) {
+  const char* d = ttp_engine_description(p);
+  for (int i = 1; cli_engine_names[i]; i++) {
+    size_t n = strlen(cli_engine_names[i]);
+    if (!strncmp(d, cli_engine_names[i], n) && (d[n] == ',' || d[n] == ' ' || !d[n]))
+      return cli_engine_names[i];
+  }
+  return "auto";
+}
+
+/* Measures one point; returns 0, 1 when the point cannot run (printed as skipped), or 2 when
+   auto opened a CPU engine for a point that only a GPU engine would make differ (fp16, graphs
+   off: the fp32 point is the same). */
 static int measure(bench* b, const char* engine, const char* precision, const char* graph,
                    int batch, int copies, point* out) {
   ttp_tta tta = b->policy;
@@ -86,7 +103,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   ttp_options o;
   ttp_options_init(&o);
   o.model_dir = b->model;
-  cli_engine_id(engine, &o.engine); /* a known name: run_bench checked them all */
+  if (strcmp(engine, "auto")) cli_engine_id(engine, &o.engine); /* run_bench checked it */
   o.precision = strcmp(precision, "fp16") == 0 ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
   o.max_batch = batch;
   o.slots = b->slots;
@@ -102,6 +119,16 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
             ttp_last_error(p));
     ttp_close(p);
     return 1;
+  }
+  if (!strcmp(engine, "auto")) { /* the row names the engine auto opened */
+    engine = opened_engine(p);
+    if (host_engine(engine)) {
+      if (strcmp(precision, "fp32") || !strcmp(graph, "off")) {
+        ttp_close(p);
+        return 2;
+      }
+      precision = "fp32", graph = "-";
+    }
   }
   size_t cap = 1 << 16;
   double* lat = malloc(cap * sizeof *lat);
@@ -238,8 +265,8 @@ static int run_bench(const cli_args* a) {
   char c1[256], c2[256], c3[256], c4[256], c5[256];
   const char *engines[MAX_ITEMS], *precisions[MAX_ITEMS], *batches_s[MAX_ITEMS],
       *copies_s[MAX_ITEMS], *graphs[MAX_ITEMS];
-  int ne = split(cli_get(a, "engine") ? cli_get(a, "engine") : ttp_gpu_count() ? "cudnn" : "cpu",
-                 c1, sizeof c1, engines, MAX_ITEMS);
+  int ne = split(cli_get(a, "engine") ? cli_get(a, "engine") : "auto", c1, sizeof c1, engines,
+                 MAX_ITEMS);
   int np = split(cli_get(a, "precision") ? cli_get(a, "precision") : "fp32", c2, sizeof c2,
                  precisions, MAX_ITEMS);
   int nb = split(cli_get(a, "batch") ? cli_get(a, "batch") : "1,64,1024", c3, sizeof c3,
@@ -253,7 +280,7 @@ static int run_bench(const cli_args* a) {
       return cli_usage_error(a->command, "--engine: the naive baseline is a benchmark program "
                              "now: build/tests/bench_naive (tests/bench/naive.c)");
     ttp_engine id;
-    if (!cli_engine_id(engines[i], &id))
+    if (strcmp(engines[i], "auto") && !cli_engine_id(engines[i], &id))
       return cli_usage_error(a->command, "--engine: unknown engine '%s'", engines[i]);
   }
   for (int i = 0; i < np; i++)
@@ -341,8 +368,8 @@ static int run_bench(const cli_args* a) {
   for (int e = 0; e < ne; e++)
     for (int pr = 0; pr < np; pr++)
       for (int g = 0; g < ng; g++) {
-        int cpu = strcmp(engines[e], "cpu") == 0;
-        /* The CPU engine has one precision and no graphs. */
+        int cpu = host_engine(engines[e]);
+        /* The CPU engines have one precision and no graphs. */
         if (cpu && (pr > 0 || g > 0)) continue;
         const char* graph = cpu ? "-" : graphs[g];
         for (int bi = 0; bi < nb; bi++)

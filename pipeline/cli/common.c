@@ -69,9 +69,9 @@ int cli_image_options(const cli_args* a, ttp_image_options* o) {
   return CLI_EXIT_OK;
 }
 
-const char* const cli_engine_names[] = {"auto", "cpu", "cudnn", "fused", NULL};
+const char* const cli_engine_names[] = {"auto", "cpu", "cudnn", "fused", "onednn", NULL};
 const ttp_engine cli_engine_ids[] = {TTP_ENGINE_AUTO, TTP_ENGINE_CPU, TTP_ENGINE_CUDNN,
-                                     TTP_ENGINE_FUSED};
+                                     TTP_ENGINE_FUSED, TTP_ENGINE_ONEDNN};
 
 int cli_engine_id(const char* name, ttp_engine* id) {
   for (int i = 1; cli_engine_names[i]; i++)

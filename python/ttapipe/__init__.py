@@ -129,7 +129,7 @@ _classify_paths = _declare("ttp_classify_paths", ctypes.c_int, _P,
                            ctypes.c_void_p, ctypes.c_int, _FileCallback, ctypes.c_void_p,
                            ctypes.c_void_p)
 
-_ENGINES = {"auto": 0, "cpu": 1, "cudnn": 2, "fused": 4}
+_ENGINES = {"auto": 0, "cpu": 1, "cudnn": 2, "fused": 4, "onednn": 5}
 _PRECISIONS = {"fp32": 0, "fp16": 1}
 _MERGES = {"mean": 0, "vote": 1, "max": 2, "gmean": 3}
 _INVERT = {"auto": 0, "yes": 1, "no": 2}
@@ -189,7 +189,7 @@ class Pipeline:
 
     model: a model directory (mnistCUDNN layout) or an ONNX file. tta: the augmented copies of
     each image (1: none); the augmentation's other settings as keywords (shift, contrast,
-    brightness, noise, seed, merge). engine: "auto", "cpu", "cudnn" or "fused"; precision
+    brightness, noise, seed, merge). engine: "auto", "cpu", "onednn", "cudnn" or "fused"; precision
     "fp32" or "fp16"; max_batch, slots, threads, device as ttp_options has them. Raises Error
     with the library's message when the model or the engine cannot open. A pipeline is used by
     one thread at a time; close() (or a with block) releases it at once."""

@@ -14,7 +14,7 @@ for path in sys.argv[1:]:
         header.append(f"{d['build']}; {d['date']}; {gpu.get('name', 'no GPU')}, driver API "
                       f"{gpu.get('driver_version', '-')}, {gpu.get('sm_clock_mhz', '-')} MHz")
     else:
-        header.append(f"PyTorch {d['torch']} on {d['gpu']}")
+        header.append(f"PyTorch {d['torch']} on {d.get('gpu') or d.get('device')}")
     points += d["points"]
 
 

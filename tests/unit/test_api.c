@@ -108,7 +108,10 @@ static void test_options(const char* dir) {
     EXPECT_MESSAGE(ttp_last_error(p), bad[i].fragment);
     ttp_close(p);
   }
-  /* Without a GPU (or in a CPU-only build) the cudnn engine says so, and auto picks the CPU. */
+  /* Without a GPU (or in a CPU-only build) the cudnn engine says so, and auto picks the fast
+     CPU engine where the build has it, else the reference. A build without oneDNN says so when
+     onednn is named. */
+  const int have_onednn = strstr(ttp_build_string(), "oneDNN") != NULL;
   ttp_options_init(&o);
   o.model_dir = dir;
   o.threads = 1;
@@ -119,7 +122,13 @@ static void test_options(const char* dir) {
     ttp_close(p);
     o.engine = TTP_ENGINE_AUTO;
     CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
-    EXPECT_MESSAGE(ttp_engine_description(p), "cpu");
+    EXPECT_MESSAGE(ttp_engine_description(p), have_onednn ? "onednn" : "cpu");
+    ttp_close(p);
+  }
+  if (!have_onednn) {
+    o.engine = TTP_ENGINE_ONEDNN;
+    CHECK(ttp_open(&o, &p) == TTP_ERR_INVALID_ARGUMENT, "onednn opened in a build without it");
+    EXPECT_MESSAGE(ttp_last_error(p), "without oneDNN");
     ttp_close(p);
   }
 }

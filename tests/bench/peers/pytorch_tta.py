@@ -12,10 +12,14 @@ torch.compile (default mode); torch.compile(mode="max-autotune") ("autotune": Tr
 kernels and CUDA graphs; its compilation takes minutes per batch size and precision). fp32 (its
 convolutions in TF32, PyTorch's default) and fp16 (the model and copies in half).
 
+With --device cpu, the same on the CPU (tests/bench/cpu_table.sh, against ttapipe's CPU engines):
+fp32, eager or torch.compile (Inductor's C++ kernels), on --threads threads (torch.set_num_threads),
+each call from u8 images to classes and probabilities.
+
 Prints the columns of `ttapipe bench` (the time split is not measured: "-"), and writes JSON.
     python3 tests/bench/peers/pytorch_tta.py MODEL_DIR [--batch 1,64,1024] [--tta 5]
         [--variant eager,graph,compile,autotune] [--precision fp32,fp16] [--seconds 1]
-        [--json FILE]
+        [--device cuda|cpu] [--threads N] [--json FILE]
 """
 import argparse
 import json
@@ -34,7 +38,7 @@ from train import LeNet  # noqa: E402  the network, written once
 FLOPS = 2 * (288000 + 1600000 + 400000 + 5000)  # per copy: 2 per multiply-add of conv and fc
 
 
-def load(model_dir, dtype):
+def load(model_dir, dtype, device):
     model = LeNet()
     for name in ("conv1", "conv2", "ip1", "ip2"):
         layer = getattr(model, name)
@@ -42,7 +46,7 @@ def load(model_dir, dtype):
         b = np.fromfile(os.path.join(model_dir, f"{name}.bias.bin"), dtype="<f4")
         layer.weight.data = torch.from_numpy(w.reshape(layer.weight.shape).copy())
         layer.bias.data = torch.from_numpy(b.copy())
-    return model.cuda().to(dtype).eval()
+    return model.to(device).to(dtype).eval()
 
 
 def tta(images_u8, copies, dtype):
@@ -81,6 +85,8 @@ def runner(variant, model, copies, dtype, batch, host):
         step = torch.compile(step)
     if variant == "autotune":
         step = torch.compile(step, mode="max-autotune")
+    if host.device.type == "cpu" and not host.is_pinned():  # --device cpu: no copies at all
+        return step
     if variant in ("eager", "compile", "autotune"):
         def call(x):
             cls, merged = step(x.cuda(non_blocking=True))
@@ -105,11 +111,13 @@ def runner(variant, model, copies, dtype, batch, host):
     return call
 
 
-def measure(variant, precision, batch, copies, model_dir, seconds):
+def measure(variant, precision, batch, copies, model_dir, seconds, device):
     dtype = torch.float16 if precision == "fp16" else torch.float32
-    model = load(model_dir, dtype)
+    model = load(model_dir, dtype, device)
     gen = torch.Generator().manual_seed(1)
-    host = torch.randint(0, 256, (batch, 28, 28), dtype=torch.uint8, generator=gen).pin_memory()
+    host = torch.randint(0, 256, (batch, 28, 28), dtype=torch.uint8, generator=gen)
+    if device == "cuda":
+        host = host.pin_memory()
     with torch.no_grad():
         call = runner(variant, model, copies, dtype, batch, host)
         for _ in range(3):
@@ -132,28 +140,40 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
     ap.add_argument("--batch", default="1,64,1024")
-    ap.add_argument("--tta", type=int, default=5)
+    ap.add_argument("--tta", default="5", help="copies, comma-separated")
     ap.add_argument("--variant", default="eager,graph,compile,autotune")
     ap.add_argument("--precision", default="fp32,fp16")
     ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--threads", type=int, default=0, help="CPU threads (default: torch's)")
     ap.add_argument("--json")
     args = ap.parse_args()
-    print(f"# PyTorch {torch.__version__}, {torch.cuda.get_device_name()}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.device == "cpu":
+        where = f"CPU, {torch.get_num_threads()} threads, {torch.backends.cpu.get_cpu_capability()}"
+    else:
+        where = torch.cuda.get_device_name()
+    print(f"# PyTorch {torch.__version__}, {where}")
     print(f"{'engine':<14} {'prec':<5} {'graph':<5} {'batch':>6} {'N':>3} {'images/s':>12} "
           f"{'copies/s':>12} {'TFLOP/s':>8} {'p50 ms':>9} {'p90 ms':>9} {'p99 ms':>9} {'p99.9 ms':>9}")
     points = []
     for variant in args.variant.split(","):
         for precision in args.precision.split(","):
-            for batch in (int(b) for b in args.batch.split(",")):
-                p = measure(variant, precision, batch, args.tta, args.model, args.seconds)
+            for batch, copies in ((int(b), int(n)) for b in args.batch.split(",")
+                                  for n in args.tta.split(",")):
+                p = measure(variant, precision, batch, copies, args.model, args.seconds,
+                            args.device)
                 points.append(p)
                 q = p["latency_ms"]
-                print(f"{p['engine']:<14} {precision:<5} {p['graph']:<5} {batch:>6} {args.tta:>3} "
+                print(f"{p['engine']:<14} {precision:<5} {p['graph']:<5} {batch:>6} {copies:>3} "
                       f"{p['images_per_s']:>12.0f} {p['copies_per_s']:>12.0f} {p['tflops']:>8.3f} "
                       f"{q['p50']:>9.3f} {q['p90']:>9.3f} {q['p99']:>9.3f} {q['p99.9']:>9.3f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "points": points}, f, indent=1)
+            json.dump({"torch": torch.__version__, "device": where, "threads": torch.get_num_threads(),
+                       **({"gpu": where} if args.device == "cuda" else {}), "points": points},
+                      f, indent=1)
 
 
 if __name__ == "__main__":
