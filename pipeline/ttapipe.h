@@ -22,6 +22,9 @@
  * Threading: a pipeline is used by one thread at a time (it may start worker threads of its own
  * inside a call); distinct pipelines are independent, also on the same GPU. Functions that take
  * no pipeline are safe to call from any thread.
+ * The onednn engine's workers are OpenMP's (libgomp, oneDNN's runtime): its calls set the calling
+ * thread's OpenMP thread count (omp_set_num_threads) to the pipeline's `threads`, and a program
+ * with OpenMP work of its own shares that pool.
  *
  * CUDA state (GPU engines): ttp_open, ttp_classify and ttp_close make the pipeline's device
  * current while they run and give the calling thread back its own current device before they

@@ -6,7 +6,7 @@
 # onednn's ratio to the faster PyTorch variant.
 # Usage: bash tests/bench/cpu_table.sh [THREADS,...]   (default: the machine's cores)
 # Environment: TTAPIPE_BUILD (default build), TTAPIPE_TORCH_PYTHON (a Python with torch; else
-# Debian's python3 if it has torch, else a virtual environment in $TTAPIPE_BUILD/torch-venv into
+# Debian's python3 if it has torch 2 or later (torch.compile), else a virtual environment in $TTAPIPE_BUILD/torch-venv into
 # which torch is installed from PyPI, once: about 4 GB), SECONDS_A_POINT (default 2).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,11 +17,11 @@ model=$root/models/lenet-mnist
 
 py=${TTAPIPE_TORCH_PYTHON:-}
 if [ -z "$py" ]; then
-  if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  if /usr/bin/python3 -c "import torch; assert hasattr(torch, 'compile')" 2>/dev/null; then
     py=/usr/bin/python3
   else
     venv=$build/torch-venv
-    if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
+    if ! "$venv/bin/python" -c "import torch; assert hasattr(torch, 'compile')" 2>/dev/null; then
       echo "cpu_table: installing torch from PyPI into $venv" >&2
       /usr/bin/python3 -m venv "$venv"
       "$venv/bin/pip" install -q torch numpy >&2
