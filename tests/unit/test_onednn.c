@@ -2,6 +2,7 @@
    - NVIDIA's mnistCUDNN LeNet on the MNIST test images (all 10,000 in the optimised build, the
      first 300 in the sanitized one) with `--tta 5`: every merged probability within 1e-5 of the
      reference's, and the same class wherever the reference's top two differ by more than that;
+     the uncertainty measures (ttp_classify_uncertainty) close and the copies' agreement equal;
    - the shipped models and tests/onnx's PyTorch exports (average pooling, batch norm folded into
      convolutions, sigmoid, leaky ReLU, three channels, strides) on 37 drawings and random images,
      with 7 copies and the max and geometric-mean merges: the same bounds;
@@ -34,12 +35,21 @@ static ttp_pipeline* open_engine(const char* model, ttp_engine engine, int threa
   return p;
 }
 
-static void classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
-                     float* probs) {
+/* ttp_classify, or (u not NULL) ttp_classify_uncertainty, into poisoned outputs. */
+static void classify_u(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
+                       float* probs, ttp_uncertainty* u) {
   const int classes = ttp_model(p)->classes;
   test_poison(probs, count * (size_t)classes);
   for (size_t i = 0; i < count; i++) results[i] = (ttp_result){-7, NAN, NAN};
-  CHECK(ttp_classify(p, images, count, results, probs) == TTP_OK, "%s", ttp_last_error(p));
+  if (u) test_poison((float*)u, count * sizeof *u / sizeof(float));
+  CHECK((u ? ttp_classify_uncertainty(p, images, count, results, probs, u)
+           : ttp_classify(p, images, count, results, probs)) == TTP_OK,
+        "%s", ttp_last_error(p));
+}
+
+static void classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
+                     float* probs) {
+  classify_u(p, images, count, results, probs, NULL);
 }
 
 /* The onednn engine's results against the reference's on the same images and policy: returns
@@ -56,10 +66,12 @@ static double against_reference(const char* what, const char* model, const ttp_t
   float* got = malloc(count * (size_t)classes * sizeof *got);
   ttp_result* rw = malloc(count * sizeof *rw);
   ttp_result* rg = malloc(count * sizeof *rg);
-  CHECK(want && got && rw && rg, "out of memory");
-  classify(ref, images, count, rw, want);
-  classify(fast, images, count, rg, got);
-  double worst = 0;
+  ttp_uncertainty* uw = malloc(count * sizeof *uw);
+  ttp_uncertainty* ug = malloc(count * sizeof *ug);
+  CHECK(want && got && rw && rg && uw && ug, "out of memory");
+  classify_u(ref, images, count, rw, want, uw);
+  classify_u(fast, images, count, rg, got, ug);
+  double worst = 0, worst_u = 0;
   size_t differ = 0, close = 0;
   for (size_t i = 0; i < count; i++) {
     const float* w = want + i * classes;
@@ -82,10 +94,20 @@ static double against_reference(const char* what, const char* model, const ttp_t
     close += first - second <= TOLERANCE;
     CHECK(fabs((double)rg[i].spread - rw[i].spread) <= 2 * TOLERANCE, "%s: image %zu: spread "
           "%.9g, the reference %.9g", what, i, rg[i].spread, rw[i].spread);
+    /* The uncertainty: entropies of vectors within TOLERANCE (a term's slope is ln p, at most
+       ~40 in float); the copies' classes the same */
+    double du = fmax(fabs((double)ug[i].entropy - uw[i].entropy),
+                     fabs((double)ug[i].mutual_information - uw[i].mutual_information));
+    if (du > worst_u) worst_u = du;
+    CHECK(du <= 40 * TOLERANCE && ug[i].agreement == uw[i].agreement, "%s: image %zu: entropy "
+          "%.9g, MI %.9g, agreement %g; the reference %.9g, %.9g, %g", what, i, ug[i].entropy,
+          ug[i].mutual_information, ug[i].agreement, uw[i].entropy, uw[i].mutual_information,
+          uw[i].agreement);
   }
   printf("%-44s %6zu images, %d copies: max |dp| %.3g; classes differ %zu (of %zu within "
-         "%.0e)\n", what, count, tta ? tta->copies : 1, worst, differ, close, TOLERANCE);
-  free(want), free(got), free(rw), free(rg);
+         "%.0e); entropy and MI within %.3g\n", what, count, tta ? tta->copies : 1, worst, differ,
+         close, TOLERANCE, worst_u);
+  free(want), free(got), free(rw), free(rg), free(uw), free(ug);
   ttp_close(ref);
   ttp_close(fast);
   return worst;
