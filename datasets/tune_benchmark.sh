@@ -11,7 +11,10 @@
 # Usage: bash datasets/tune_benchmark.sh [TUNE OPTIONS...]   e.g. --engine fused
 # Environment: TTAPIPE_BUILD (default build), TTAPIPE_MNIST (a folder of MNIST's IDX files,
 # else datasets/mnist.sh finds it), TTAPIPE_FASHION (Fashion-MNIST's, else
-# datasets/fashion_mnist.sh installs Debian's).
+# datasets/fashion_mnist.sh installs Debian's); TUNE_MODEL, TUNE_OFFSET, TUNE_COUNT: the model
+# and the MNIST test images of the variant sets (default models/lenet-mnist on 8000..9999, the
+# images it never saw; NVIDIA's mnistCUDNN model, trained on MNIST's training set alone, can take
+# all 10,000: TUNE_MODEL=../shared/datasets/mnistcudnn TUNE_OFFSET=0 TUNE_COUNT=10000).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TTAPIPE_BUILD:-$root/build}
@@ -19,11 +22,12 @@ mnist=${TTAPIPE_MNIST:-$(bash "$root/datasets/mnist.sh")}
 fashion=${TTAPIPE_FASHION:-$(bash "$root/datasets/fashion_mnist.sh")}
 out=$build/tune-benchmark
 rm -rf "$out" && mkdir -p "$out"
+model=${TUNE_MODEL:-$root/models/lenet-mnist}
 "$build/ttp_variants" "$mnist/t10k-images-idx3-ubyte.gz" "$mnist/t10k-labels-idx1-ubyte.gz" \
-  "$out/sets" --offset 8000 --limit 2000 >&2
+  "$out/sets" --offset "${TUNE_OFFSET:-8000}" --limit "${TUNE_COUNT:-2000}" >&2
 for v in plain shift thick thin scale paper; do
   echo "== $v" >&2
-  "$build/ttapipe" tune --model "$root/models/lenet-mnist" --images "$out/sets/$v" \
+  "$build/ttapipe" tune --model "$model" --images "$out/sets/$v" \
     --objective nll --quiet -o "$out/$v.policy" --json "$out/$v.json" "$@" >&2
 done
 echo "== fashion" >&2
