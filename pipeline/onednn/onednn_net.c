@@ -339,9 +339,20 @@ static ttp_status plan_eltwise(onednn_net* net, const model_layer* l, dnnl_memor
 }
 
 /* LRN across channels: oneDNN's definition is cuDNN's (alpha divided by the window), with the
-   window centred as the reference centres it for odd sizes (the engine refuses even ones). */
+   window centred as the reference centres it for odd sizes (the engine refuses even ones).
+   oneDNN has JIT kernels for channels blocked or last, only its reference code for plain
+   nchw: after a fully connected layer (1 x 1 positions, where nchw and nhwc are the same bytes)
+   the rows are seen as nhwc. */
 static ttp_status plan_lrn(onednn_net* net, const model_layer* l, dnnl_memory_t cur,
                            dnnl_memory_t* out, ttp_err* e) {
+  dnnl_memory_desc_t plain;
+  plain_desc(&plain, net->rows, l->in);
+  if (l->in.h == 1 && l->in.w == 1 && dnnl_memory_desc_equal(memory_desc(cur), &plain)) {
+    dnnl_memory_desc_t last;
+    dnnl_dims_t dims = {net->rows, l->in.c, 1, 1};
+    dnnl_memory_desc_init_by_tag(&last, 4, dims, dnnl_f32, dnnl_nhwc);
+    TRY(net_memory(net, &last, memory_data(cur), &cur, e));
+  }
   dnnl_lrn_desc_t desc;
   DNNL_TRY(e, dnnl_lrn_forward_desc_init(&desc, dnnl_forward_inference, dnnl_lrn_across_channels,
                                          memory_desc(cur), l->p.lrn.n, (float)l->p.lrn.alpha,
