@@ -300,7 +300,8 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
   r.extras = malloc(capacity * MERGE_EXTRAS * sizeof *r.extras);
   ttp_status s = r.results && r.merged && r.extras
                      ? TTP_OK
-                     : ERR_NOMEM(&p->err, capacity * (sizeof *r.results + (classes + 2) * 4));
+                     : ERR_NOMEM(&p->err, capacity * (sizeof *r.results +
+                                                       (classes + MERGE_EXTRAS) * sizeof(float)));
   io_pool_walk* walking = NULL;
   /* A list holding archives is fed by the walk's thread too (without walking): it opens each
      archive when its turn comes. */

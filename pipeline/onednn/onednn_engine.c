@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +47,8 @@ static ttp_status net_for(onednn_engine* eng, size_t images, onednn_net** net, t
   if (eng->net_count == MAX_NETS)
     return ERR(e, TTP_ERR_INTERNAL, "onednn engine: more than %d nets", MAX_NETS);
   const model* m = eng->m;
-  int rows = (int)images * eng->spec.copies;
-  if (rows < 2) rows = 2; /* oneDNN sums a single row in another order (onednn_engine.h) */
-  TRY(onednn_net_plan(&eng->ctx, m->layers, m->layer_count, rows, net, e));
+  TRY(onednn_net_plan(&eng->ctx, m->layers, m->layer_count, (int)images * eng->spec.copies, net,
+                      e));
   eng->net_images[eng->net_count] = images;
   eng->nets[eng->net_count++] = *net;
   return TTP_OK;
@@ -59,20 +59,6 @@ static size_t bucket(const onednn_engine* eng, size_t n) {
   size_t b = 1;
   while (b < n) b *= 2;
   return b < eng->tile ? b : eng->tile;
-}
-
-static const char* isa_name(dnnl_cpu_isa_t isa) {
-  switch (isa) {
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_sse41: return "sse41";
-    default: return "other";
-  }
 }
 
 static ttp_status onednn_engine_open(const model* m, const engine_config* c, void** out,
@@ -107,9 +93,10 @@ static ttp_status onednn_engine_open(const model* m, const engine_config* c, voi
     return st;
   }
   const dnnl_version_t* v = dnnl_version();
+  const char* isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()); /* "cpu_isa_avx2" */
+  if (!strncmp(isa, "cpu_isa_", 8)) isa += 8;
   snprintf(eng->description, sizeof eng->description, "onednn %d.%d.%d, fp32, %s, %d thread%s",
-           v->major, v->minor, v->patch, isa_name(dnnl_get_effective_cpu_isa()), eng->threads,
-           eng->threads == 1 ? "" : "s");
+           v->major, v->minor, v->patch, isa, eng->threads, eng->threads == 1 ? "" : "s");
   *out = eng;
   return TTP_OK;
 }
@@ -231,7 +218,7 @@ ttp_status onednn_engine_run_layer(const model_layer* l, int n, const engine_con
   onednn_context ctx;
   TRY(onednn_context_open(&ctx, e));
   onednn_net* net;
-  ttp_status st = onednn_net_plan(&ctx, l, 1, n < 2 ? 2 : n, &net, e);
+  ttp_status st = onednn_net_plan(&ctx, l, 1, n, &net, e);
   if (st == TTP_OK) {
     memcpy(onednn_net_input(net), in, (size_t)n * model_shape_size(l->in) * sizeof(float));
     st = onednn_net_run(net, e);

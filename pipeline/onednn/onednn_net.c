@@ -34,7 +34,6 @@ struct onednn_net {
   int memory_count, memory_capacity;
   float* input;
   const float* output;
-  char kernels[512];
 };
 
 const char* onednn_status_name(dnnl_status_t s) { return dnnl_status2str(s); }
@@ -91,14 +90,6 @@ static const dnnl_memory_desc_t* memory_desc(dnnl_memory_t m) {
   return md;
 }
 
-static void note_kernel(onednn_net* net, const char* what, const_dnnl_primitive_desc_t pd) {
-  const char* impl = "?";
-  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-  size_t used = strlen(net->kernels);
-  snprintf(net->kernels + used, sizeof net->kernels - used, "%s%s %s", used ? ", " : "", what,
-           impl);
-}
-
 /* Makes pd's primitive a step of the run with the given arguments; destroys pd either way. */
 static ttp_status net_step_add(onednn_net* net, dnnl_primitive_desc_t pd, int nargs,
                                const dnnl_exec_arg_t* args, ttp_err* e) {
@@ -134,7 +125,6 @@ static ttp_status net_layout(onednn_net* net, dnnl_memory_t cur, const dnnl_memo
   dnnl_primitive_desc_t pd;
   DNNL_TRY(e, dnnl_reorder_primitive_desc_create(&pd, memory_desc(cur), net->ctx->engine, want,
                                                  net->ctx->engine, NULL));
-  note_kernel(net, "reorder", pd);
   dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, cur}, {DNNL_ARG_TO, *out}};
   return net_step_add(net, pd, 2, args, e);
 }
@@ -209,10 +199,9 @@ static ttp_status post_ops(const model_layer* layers, int next, int count, dnnl_
 /* The weighted layers (conv, fc) once their primitive descriptor is made: the source in its
    layout, the weights and bias laid out, the destination, the step. user_w: the weights as the
    model holds them. */
-static ttp_status weighted_step(onednn_net* net, const model_layer* l, const char* what,
+static ttp_status weighted_step(onednn_net* net, const model_layer* l,
                                 dnnl_primitive_desc_t pd, const dnnl_memory_desc_t* user_w,
                                 dnnl_memory_t cur, dnnl_memory_t* out, ttp_err* e) {
-  note_kernel(net, what, pd);
   dnnl_memory_t src, w, b = NULL, dst;
   ttp_status st = net_layout(net, cur, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
                              &src, e);
@@ -258,7 +247,7 @@ static ttp_status plan_conv(onednn_net* net, const model_layer* l, dnnl_primitiv
                                                  l->bias ? &b : NULL, &dst, strides, pad, pad));
   dnnl_primitive_desc_t pd;
   DNNL_TRY(e, dnnl_primitive_desc_create(&pd, &desc, attr, net->ctx->engine, NULL));
-  return weighted_step(net, l, "conv", pd, &user_w, cur, out, e);
+  return weighted_step(net, l, pd, &user_w, cur, out, e);
 }
 
 /* Fully connected over the CHW-flattened input: an inner product whose weights [out][in] are
@@ -282,7 +271,7 @@ static ttp_status plan_fc(onednn_net* net, const model_layer* l, dnnl_primitive_
   dnnl_primitive_desc_t pd;
   DNNL_TRY(e, dnnl_primitive_desc_create(&pd, &desc, attr, net->ctx->engine, NULL));
   dnnl_memory_t flat;
-  TRY(weighted_step(net, l, "fc", pd, &user_w, cur, &flat, e));
+  TRY(weighted_step(net, l, pd, &user_w, cur, &flat, e));
   dnnl_memory_desc_t view;
   plain_desc(&view, net->rows, l->out);
   return net_memory(net, &view, memory_data(flat), out, e);
@@ -290,11 +279,10 @@ static ttp_status plan_fc(onednn_net* net, const model_layer* l, dnnl_primitive_
 
 /* A layer of one input and one output (pooling, LRN, a pointwise layer) from its descriptor:
    into a new memory in the layout oneDNN chooses (out), or in place (out NULL). */
-static ttp_status unary_step(onednn_net* net, const char* what, const_dnnl_op_desc_t desc,
+static ttp_status unary_step(onednn_net* net, const_dnnl_op_desc_t desc,
                              dnnl_memory_t cur, dnnl_memory_t* out, ttp_err* e) {
   dnnl_primitive_desc_t pd;
   DNNL_TRY(e, dnnl_primitive_desc_create(&pd, desc, NULL, net->ctx->engine, NULL));
-  note_kernel(net, what, pd);
   dnnl_memory_t dst = cur;
   if (out) {
     ttp_status st =
@@ -323,7 +311,7 @@ static ttp_status plan_pool(onednn_net* net, const model_layer* l, dnnl_memory_t
   dnnl_pooling_desc_t desc;
   DNNL_TRY(e, dnnl_pooling_forward_desc_init(&desc, dnnl_forward_inference, alg, memory_desc(cur),
                                              &dst, strides, kernel, pad, pad));
-  return unary_step(net, "pool", &desc, cur, out, e);
+  return unary_step(net, &desc, cur, out, e);
 }
 
 /* A pointwise layer that follows no conv or fc: in place. */
@@ -335,7 +323,7 @@ static ttp_status plan_eltwise(onednn_net* net, const model_layer* l, dnnl_memor
   dnnl_eltwise_desc_t desc;
   DNNL_TRY(e, dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_inference, alg, memory_desc(cur),
                                              alpha, beta));
-  return unary_step(net, "eltwise", &desc, cur, NULL, e);
+  return unary_step(net, &desc, cur, NULL, e);
 }
 
 /* LRN across channels: oneDNN's definition is cuDNN's (alpha divided by the window), with the
@@ -357,7 +345,7 @@ static ttp_status plan_lrn(onednn_net* net, const model_layer* l, dnnl_memory_t 
   DNNL_TRY(e, dnnl_lrn_forward_desc_init(&desc, dnnl_forward_inference, dnnl_lrn_across_channels,
                                          memory_desc(cur), l->p.lrn.n, (float)l->p.lrn.alpha,
                                          (float)l->p.lrn.beta, (float)l->p.lrn.k));
-  return unary_step(net, "lrn", &desc, cur, out, e);
+  return unary_step(net, &desc, cur, out, e);
 }
 
 /* Softmax over each row's whole C x H x W on the host, from plain rows into plain rows. */
@@ -423,7 +411,7 @@ ttp_status onednn_net_plan(const onednn_context* ctx, const model_layer* layers,
   onednn_net* net = calloc(1, sizeof *net);
   if (!net) return ERR_NOMEM(e, sizeof *net);
   net->ctx = ctx;
-  net->rows = rows;
+  net->rows = rows < 2 ? 2 : rows; /* oneDNN sums a single row in another order */
   ttp_status st = plan_layers(net, layers, count, e);
   if (st != TTP_OK) {
     onednn_net_free(net);
@@ -451,8 +439,6 @@ ttp_status onednn_net_run(onednn_net* net, ttp_err* e) {
 
 float* onednn_net_input(onednn_net* net) { return net->input; }
 const float* onednn_net_output(const onednn_net* net) { return net->output; }
-int onednn_net_rows(const onednn_net* net) { return net->rows; }
-const char* onednn_net_kernels(const onednn_net* net) { return net->kernels; }
 
 void onednn_net_free(onednn_net* net) {
   if (!net) return;

@@ -30,8 +30,10 @@ typedef struct onednn_context {
 ttp_status onednn_context_open(onednn_context* ctx, ttp_err* e);
 void onednn_context_close(onednn_context* ctx); /* accepts a zeroed context */
 
-/* Plans layers[0 .. count-1] for `rows` rows. The layers (and their weights) must outlive the
-   net only until this returns: the net keeps its own copies of the weights. */
+/* Plans layers[0 .. count-1] for `rows` rows, 2 at least (oneDNN sums a lone row in another
+   order than it sums each of several, so that one image alone would not get the bits it gets
+   in a batch; a second row, zeros, costs little). The layers (and their weights) must outlive
+   the net only until this returns: the net keeps its own copies of the weights. */
 ttp_status onednn_net_plan(const onednn_context* ctx, const model_layer* layers, int count,
                            int rows, onednn_net** net, ttp_err* e);
 
@@ -40,10 +42,6 @@ ttp_status onednn_net_run(onednn_net* net, ttp_err* e);
 
 float* onednn_net_input(onednn_net* net);        /* rows x the first layer's input */
 const float* onednn_net_output(const onednn_net* net); /* rows x the last layer's output */
-int onednn_net_rows(const onednn_net* net);
-/* The implementations oneDNN chose, one per primitive ("brgconv:avx512_core, ..."): for the
-   engine's description and the benchmarks' notes. Static until the net is freed. */
-const char* onednn_net_kernels(const onednn_net* net);
 
 void onednn_net_free(onednn_net* net); /* accepts NULL */
 
