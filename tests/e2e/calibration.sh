@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # eval's calibration metrics against an independent computation, on MNIST's test images
-# 9000..9999 (../shared/datasets/mnist), --tta 3, the CPU engine: eval --json on the IDX files;
+# 9000..9999 (../shared/datasets/mnist), --tta 3, the fastest CPU engine of the build
+# (mnist_test.sh): eval --json on the IDX files;
 # classify --probs (and --tta 1: copy 0 alone) on the same images exported as PNG files;
 # tests/e2e/calibration.py recomputes accuracy, NLL, Brier, ECE and its bins, the AUROCs and
 # copy 0's accuracy from the CSV and compares. Then eval --merge vote: its calibration is that
@@ -13,19 +14,16 @@ set -u
 ttapipe=$1 export_tool=$2 model=$3 datasets=$4 python=${5:-python3} size=${6:-full}
 first=9000 count=1000
 [ "$size" = small ] && first=9800 count=200
-images=$datasets/mnist/t10k-images-idx3-ubyte.gz labels=$datasets/mnist/t10k-labels-idx1-ubyte.gz
-[ -f "$images" ] && [ -f "$labels" ] || { echo "skipped: no $images"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/ttapipe-calibration-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/mnist_test.sh" calibration
 "$export_tool" "$images" "$labels" "$work/set" >/dev/null || { echo "FAIL: export"; exit 1; }
 ls "$work/set" | sed -n "$((first + 1)),$((first + count))p" | sed "s|^|$work/set/|" >"$work/list"
-common=(--model "$model" --engine cpu --threads 2 --tta 3)
+common=(--model "$model" --engine "$engine" --threads 2 --tta 3)
 slice=(--images "$images" --labels "$labels" --offset $first --limit $count)
 "$ttapipe" eval "${common[@]}" "${slice[@]}" --json "$work/m.json" >"$work/eval.txt" ||
   { echo "FAIL: eval"; exit 1; }
 "$ttapipe" classify "${common[@]}" --probs --invert no --quiet -o "$work/c.csv" \
   --files-from "$work/list" || { echo "FAIL: classify"; exit 1; }
-"$ttapipe" classify --model "$model" --engine cpu --threads 2 --invert no --quiet --probs \
+"$ttapipe" classify --model "$model" --engine "$engine" --threads 2 --invert no --quiet --probs \
   -o "$work/c0.csv" --files-from "$work/list" || { echo "FAIL: classify, one copy"; exit 1; }
 "$python" "$(dirname "$0")/calibration.py" "$work/m.json" "$work/c.csv" "$work/c0.csv" || exit 1
 grep -q "^calibration  NLL" "$work/eval.txt" && grep -q "^copy 0 " "$work/eval.txt" &&

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # eval and tune on a directory of labelled image files (--images DIR, NNNNN_label<L>.png) against
 # the same images as an IDX slice, MNIST's test images 9000..9299 (../shared/datasets/mnist)
-# exported with ttp_export, the CPU engine:
+# exported with ttp_export, the fastest CPU engine of the build (mnist_test.sh):
 #   - eval --tta 3: every --json field but the time equal, and the same text but the source;
 #   - tune: the same output, policy and --json but the source and the time, the same splits
 #     (the directory's name the files, whose names hold the IDX indices);
@@ -18,7 +18,7 @@ first=9000 count=300 candidates=6
 . "$(dirname "$0")/mnist_test.sh" labelled
 "$export_tool" "$images" "$labels" "$work/set" --offset $first --limit $count >/dev/null ||
   { echo "FAIL: export"; exit 1; }
-common=(--model "$model" --engine cpu --threads 2)
+common=(--model "$model" --engine "$engine" --threads 2)
 idx=(--images "$images" --labels "$labels" --offset $first --limit $count)
 
 # eval: the directory against the IDX slice.
