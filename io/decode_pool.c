@@ -196,7 +196,10 @@ static ttp_status grow_owned(io_pool* p, size_t n, ttp_err* e) {
 
 ttp_status io_pool_append(io_pool* p, char** paths, size_t n, ttp_err* e) {
   pthread_mutex_lock(&p->lock);
-  ttp_status s = grow_owned(p, n, e);
+  /* A run that stopped (a cancel, a failure) takes no more: the walk ends at once. */
+  ttp_status s = p->stopping || p->final
+                     ? ERR(e, TTP_ERR_CANCELLED, "%s: the run stopped before this file", paths[0])
+                     : grow_owned(p, n, e);
   if (s == TTP_OK) {
     memcpy(p->owned + p->known, paths, n * sizeof *paths);
     p->known += n;

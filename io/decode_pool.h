@@ -36,7 +36,9 @@ ttp_status io_pool_open(const char* const* paths, size_t count, int final,
                         const ttp_image_options* options, int channels, int rows, int cols,
                         int threads, size_t chunk, int window, io_pool** out, ttp_err* e);
 
-/* Appends n files (the pool takes the strings, malloc'd, and frees them at close). */
+/* Appends n files (1 or more; the pool takes the strings, malloc'd, and frees them at close,
+   or at once when refused). TTP_ERR_CANCELLED once the pool is finished or closing: the walk
+   feeding it then stops. */
 ttp_status io_pool_append(io_pool* pool, char** paths, size_t n, ttp_err* e);
 /* Appends n files whose bytes are read already (an archive's members: members[i].bytes,
    members[i].size of them, decoded from memory), or that failed (bytes NULL, errors[i] the

@@ -1,12 +1,19 @@
 /* Result writers: CSV (RFC 4180) and JSON Lines, one row per file. See ttapipe.h ("Writing
-   results") for the columns. */
+   results") for the columns. Rows are formatted into the writer's own buffer and handed to the
+   stream whole, a flush at a time (WRITER_FLUSH_BYTES of rows, ttp_writer_flush, or the close):
+   the stream never holds part of a row that a later flush completes, so a process killed
+   between flushes leaves whole rows behind (on an unbuffered stream each flush is one
+   write(2)). */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../pipeline/error.h"
 #include "ttapipe.h"
+
+enum { WRITER_FLUSH_BYTES = 64 << 10 };
 
 struct ttp_writer {
   const ttp_pipeline* p;
@@ -15,21 +22,72 @@ struct ttp_writer {
   int topk, probabilities, classes;
   int* order; /* classes: indices by falling probability */
   int uncertainty;
+  char* text; /* rows not yet handed to the stream: len bytes (of cap) */
+  size_t len, cap;
+  int out_of_memory; /* a row could not be held: it and those after it are lost */
 };
+
+/* ---- the buffer -------------------------------------------------------------------------------- */
+
+static int reserve(ttp_writer* w, size_t n) {
+  if (w->out_of_memory) return 0;
+  if (w->len + n <= w->cap) return 1;
+  size_t cap = w->cap ? w->cap : 4096;
+  while (cap < w->len + n) cap *= 2;
+  char* grown = realloc(w->text, cap);
+  if (!grown) return !(w->out_of_memory = 1);
+  w->text = grown, w->cap = cap;
+  return 1;
+}
+
+static void put(ttp_writer* w, const char* s, size_t n) {
+  if (!reserve(w, n)) return;
+  memcpy(w->text + w->len, s, n);
+  w->len += n;
+}
+
+static void put_str(ttp_writer* w, const char* s) { put(w, s, strlen(s)); }
+
+static void put_char(ttp_writer* w, char c) { put(w, &c, 1); }
+
+static void put_fmt(ttp_writer* w, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void put_fmt(ttp_writer* w, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0 || !reserve(w, (size_t)n + 1)) return;
+  va_start(ap, fmt);
+  vsnprintf(w->text + w->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  w->len += (size_t)n;
+}
+
+/* The rows held, to the stream in one fwrite, then the stream flushed. */
+static ttp_status flush_rows(ttp_writer* w) {
+  if (w->len && fwrite(w->text, 1, w->len, w->out) != w->len) return TTP_ERR_IO;
+  w->len = 0;
+  return fflush(w->out) != 0 || ferror(w->out) ? TTP_ERR_IO : TTP_OK;
+}
 
 /* ---- quoting ----------------------------------------------------------------------------------- */
 
-static void csv_field(FILE* f, const char* s) {
+static void csv_field(ttp_writer* w, const char* s) {
   if (!strpbrk(s, ",\"\r\n")) {
-    fputs(s, f);
+    put_str(w, s);
     return;
   }
-  fputc('"', f);
+  put_char(w, '"');
   for (; *s; s++) {
-    if (*s == '"') fputc('"', f);
-    fputc(*s, f);
+    if (*s == '"') put_char(w, '"');
+    put_char(w, *s);
   }
-  fputc('"', f);
+  put_char(w, '"');
 }
 
 /* ---- numbers ----------------------------------------------------------------------------------- *
@@ -83,24 +141,24 @@ static int utf8_length(const unsigned char* s) {
   return n;
 }
 
-static void json_string(FILE* f, const char* text) {
+static void json_string(ttp_writer* w, const char* text) {
   const unsigned char* s = (const unsigned char*)text;
-  fputc('"', f);
+  put_char(w, '"');
   while (*s) {
     int n = utf8_length(s);
     if (*s == '"' || *s == '\\') {
-      fprintf(f, "\\%c", *s);
+      put_fmt(w, "\\%c", *s);
     } else if (*s == '\n') {
-      fputs("\\n", f);
+      put_str(w, "\\n");
     } else if (*s < 0x20 || n == 0) { /* control characters, and bytes that are not UTF-8 */
-      fprintf(f, "\\u%04x", *s);
+      put_fmt(w, "\\u%04x", *s);
       n = 1;
     } else {
-      fwrite(s, 1, (size_t)n, f);
+      put(w, (const char*)s, (size_t)n);
     }
     s += n ? n : 1;
   }
-  fputc('"', f);
+  put_char(w, '"');
 }
 
 /* The status of an error row: the message without the "path: " it starts with. */
@@ -135,21 +193,28 @@ static ttp_status writer_open(const ttp_pipeline* p, FILE* out, ttp_format forma
     ERR_NOMEM(&e, sizeof *w);
   }
   if (w) {
-    *w = (ttp_writer){p, out, format, topk, probabilities, m->classes, w->order, uncertainty};
+    *w = (ttp_writer){.p = p, .out = out, .format = format, .topk = topk,
+                      .probabilities = probabilities, .classes = m->classes, .order = w->order,
+                      .uncertainty = uncertainty};
     if (format == TTP_FORMAT_CSV && header) {
-      fputs("path,status,class,label,probability", out);
-      for (int k = 2; k <= topk; k++) fprintf(out, ",class_%d,label_%d,probability_%d", k, k, k);
+      put_str(w, "path,status,class,label,probability");
+      for (int k = 2; k <= topk; k++) put_fmt(w, ",class_%d,label_%d,probability_%d", k, k, k);
       if (probabilities) {
-        fputs(",spread", out);
+        put_str(w, ",spread");
         for (int c = 0; c < m->classes; c++) {
           char name[256];
           snprintf(name, sizeof name, "p_%s", ttp_class_label(p, c));
-          fputc(',', out);
-          csv_field(out, name);
+          put_char(w, ',');
+          csv_field(w, name);
         }
       }
-      if (uncertainty) fputs(",entropy,mutual_information,agreement", out);
-      fputc('\n', out);
+      if (uncertainty) put_str(w, ",entropy,mutual_information,agreement");
+      put_char(w, '\n');
+    }
+    if (w->out_of_memory) {
+      ERR_NOMEM(&e, w->len);
+      ttp_writer_close(w);
+      w = NULL;
     }
     *writer = w;
   }
@@ -186,17 +251,16 @@ static void rank(ttp_writer* w, const ttp_result* r, const float* probs) {
 
 static void write_csv(ttp_writer* w, const char* path, const ttp_result* r, const float* probs,
                       const ttp_uncertainty* u, const char* error) {
-  FILE* f = w->out;
-  csv_field(f, path);
-  fputc(',', f);
+  csv_field(w, path);
+  put_char(w, ',');
   if (error || !r) {
-    csv_field(f, error ? status_of(path, error) : "error");
+    csv_field(w, error ? status_of(path, error) : "error");
     int empty = 3 * w->topk + (w->probabilities ? 1 + w->classes : 0) + 3 * w->uncertainty;
-    for (int i = 0; i < empty; i++) fputc(',', f);
-    fputc('\n', f);
+    for (int i = 0; i < empty; i++) put_char(w, ',');
+    put_char(w, '\n');
     return;
   }
-  fputs("ok", f);
+  put_str(w, "ok");
   char num[64];
   for (int k = 0; k < w->topk; k++) {
     int c = w->order[k];
@@ -204,65 +268,64 @@ static void write_csv(ttp_writer* w, const char* path, const ttp_result* r, cons
     num[0] = ',';
     int n = 1 + put_int(num + 1, c);
     num[n++] = ',';
-    fwrite(num, 1, (size_t)n, f);
-    csv_field(f, ttp_class_label(w->p, c));
+    put(w, num, (size_t)n);
+    csv_field(w, ttp_class_label(w->p, c));
     n = 1 + put_fixed7(num + 1, p);
-    fwrite(num, 1, (size_t)n, f);
+    put(w, num, (size_t)n);
   }
   if (w->probabilities) {
     for (int c = -1; c < w->classes; c++) { /* the spread first */
       num[0] = ',';
       int n = 1 + put_fixed7(num + 1, c < 0 ? r->spread : probs[c]);
-      fwrite(num, 1, (size_t)n, f);
+      put(w, num, (size_t)n);
     }
   }
-  if (w->uncertainty && !u) fputs(",,,", f);
+  if (w->uncertainty && !u) put_str(w, ",,,");
   if (w->uncertainty && u) { /* entropy up to ln(classes): more than 1, the digits of %.7f */
     const float v[3] = {u->entropy, u->mutual_information, u->agreement};
-    for (int k = 0; k < 3; k++) fprintf(f, ",%.7f", v[k]);
+    for (int k = 0; k < 3; k++) put_fmt(w, ",%.7f", v[k]);
   }
-  fputc('\n', f);
+  put_char(w, '\n');
 }
 
 static void write_json(ttp_writer* w, const char* path, const ttp_result* r, const float* probs,
                        const ttp_uncertainty* u, const char* error) {
-  FILE* f = w->out;
-  fputs("{\"path\":", f);
-  json_string(f, path);
-  fputs(",\"status\":", f);
+  put_str(w, "{\"path\":");
+  json_string(w, path);
+  put_str(w, ",\"status\":");
   if (error || !r) {
-    json_string(f, error ? status_of(path, error) : "error");
-    fputs(",\"class\":null,\"label\":null,\"probability\":null", f);
-    if (w->topk > 1) fputs(",\"top\":null", f);
-    if (w->probabilities) fputs(",\"spread\":null,\"probabilities\":null", f);
-    if (w->uncertainty) fputs(",\"entropy\":null,\"mutual_information\":null,\"agreement\":null", f);
-    fputs("}\n", f);
+    json_string(w, error ? status_of(path, error) : "error");
+    put_str(w, ",\"class\":null,\"label\":null,\"probability\":null");
+    if (w->topk > 1) put_str(w, ",\"top\":null");
+    if (w->probabilities) put_str(w, ",\"spread\":null,\"probabilities\":null");
+    if (w->uncertainty) put_str(w, ",\"entropy\":null,\"mutual_information\":null,\"agreement\":null");
+    put_str(w, "}\n");
     return;
   }
-  fprintf(f, "\"ok\",\"class\":%d,\"label\":", r->class_index);
-  json_string(f, ttp_class_label(w->p, r->class_index));
-  fprintf(f, ",\"probability\":%.9g", r->probability);
+  put_fmt(w, "\"ok\",\"class\":%d,\"label\":", r->class_index);
+  json_string(w, ttp_class_label(w->p, r->class_index));
+  put_fmt(w, ",\"probability\":%.9g", r->probability);
   if (w->topk > 1) {
-    fputs(",\"top\":[", f);
+    put_str(w, ",\"top\":[");
     for (int k = 0; k < w->topk; k++) {
       int c = w->order[k];
-      fprintf(f, "%s{\"class\":%d,\"label\":", k ? "," : "", c);
-      json_string(f, ttp_class_label(w->p, c));
-      fprintf(f, ",\"probability\":%.9g}", k == 0 ? r->probability : probs[c]);
+      put_fmt(w, "%s{\"class\":%d,\"label\":", k ? "," : "", c);
+      json_string(w, ttp_class_label(w->p, c));
+      put_fmt(w, ",\"probability\":%.9g}", k == 0 ? r->probability : probs[c]);
     }
-    fputc(']', f);
+    put_char(w, ']');
   }
   if (w->probabilities) {
-    fprintf(f, ",\"spread\":%.9g,\"probabilities\":[", r->spread);
-    for (int c = 0; c < w->classes; c++) fprintf(f, "%s%.9g", c ? "," : "", probs[c]);
-    fputc(']', f);
+    put_fmt(w, ",\"spread\":%.9g,\"probabilities\":[", r->spread);
+    for (int c = 0; c < w->classes; c++) put_fmt(w, "%s%.9g", c ? "," : "", probs[c]);
+    put_char(w, ']');
   }
   if (w->uncertainty && u)
-    fprintf(f, ",\"entropy\":%.9g,\"mutual_information\":%.9g,\"agreement\":%.9g", u->entropy,
+    put_fmt(w, ",\"entropy\":%.9g,\"mutual_information\":%.9g,\"agreement\":%.9g", u->entropy,
             u->mutual_information, u->agreement);
   else if (w->uncertainty)
-    fputs(",\"entropy\":null,\"mutual_information\":null,\"agreement\":null", f);
-  fputs("}\n", f);
+    put_str(w, ",\"entropy\":null,\"mutual_information\":null,\"agreement\":null");
+  put_str(w, "}\n");
 }
 
 ttp_status ttp_writer_write_uncertainty(ttp_writer* w, const char* path, const ttp_result* result,
@@ -274,7 +337,8 @@ ttp_status ttp_writer_write_uncertainty(ttp_writer* w, const char* path, const t
     write_csv(w, path, result, probabilities, uncertainty, error);
   else
     write_json(w, path, result, probabilities, uncertainty, error);
-  return ferror(w->out) ? TTP_ERR_IO : TTP_OK;
+  if (w->out_of_memory) return TTP_ERR_OUT_OF_MEMORY;
+  return w->len >= WRITER_FLUSH_BYTES ? flush_rows(w) : TTP_OK;
 }
 
 ttp_status ttp_writer_write(ttp_writer* w, const char* path, const ttp_result* result,
@@ -282,10 +346,17 @@ ttp_status ttp_writer_write(ttp_writer* w, const char* path, const ttp_result* r
   return ttp_writer_write_uncertainty(w, path, result, probabilities, NULL, error);
 }
 
+ttp_status ttp_writer_flush(ttp_writer* w) {
+  if (!w) return TTP_ERR_INVALID_ARGUMENT;
+  ttp_status s = flush_rows(w);
+  return w->out_of_memory ? TTP_ERR_OUT_OF_MEMORY : s;
+}
+
 ttp_status ttp_writer_close(ttp_writer* w) {
   if (!w) return TTP_OK;
-  ttp_status s = fflush(w->out) != 0 || ferror(w->out) ? TTP_ERR_IO : TTP_OK;
+  ttp_status s = ttp_writer_flush(w);
   free(w->order);
+  free(w->text);
   free(w);
   return s;
 }

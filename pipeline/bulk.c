@@ -240,13 +240,23 @@ static ttp_status submit_chunk(files_run* r) {
   return TTP_OK;
 }
 
-/* After ttp_cancel: no new batch; the batches in flight collected, and every file whose turn
-   has come reported, so that the rows are the first files in order. */
+/* After ttp_cancel: no new batch; the batches in flight collected until one is given up (a
+   host engine stops between images once the flag is set: TTP_ERR_CANCELLED; the batches after
+   it are abandoned by the caller), and every file whose turn has come reported, so that the
+   rows are the first files in order. */
 static ttp_status stop_files(files_run* r) {
-  while (r->p->stream.in_flight > 0) TRY(collect_chunk(r));
+  ttp_status s = TTP_OK;
+  while (s == TTP_OK && r->p->stream.in_flight > 0) s = collect_chunk(r);
+  if (s != TTP_OK && s != TTP_ERR_CANCELLED) return s;
   report(r, 0, (size_t)-1);
   return ERR(&r->p->err, TTP_ERR_CANCELLED,
              "classifying files: cancelled after the first %zu files", r->reported);
+}
+
+/* A chunk collected, or the run stopped if the engine gave it up for a cancel. */
+static ttp_status collect_or_stop(files_run* r) {
+  ttp_status s = collect_chunk(r);
+  return s == TTP_ERR_CANCELLED ? stop_files(r) : s;
 }
 
 static ttp_status run_files(files_run* r) {
@@ -260,7 +270,7 @@ static ttp_status run_files(files_run* r) {
     if (decoding && io_pool_ready(r->pool, r->submitted)) {
       TRY(submit_chunk(r));
     } else if (stream_ready(s) || (s->in_flight > 0 && !decoding)) {
-      TRY(collect_chunk(r)); /* done, or all there is to wait for */
+      TRY(collect_or_stop(r)); /* done, or all there is to wait for */
     } else if (report(r, 0, s->capacity) > 0) {
       /* rows whose turn came, in the time there is before waiting */
     } else if (decoding) {

@@ -23,6 +23,15 @@
 extern "C" {
 #endif
 
+/* ttp_cancel's flag, which host engines read: a C11 atomic int. CUDA's C++ translation units
+   see only pointers to it (the same size), never the flag. */
+#ifdef __cplusplus
+typedef int engine_cancel_flag;
+#else
+#include <stdatomic.h>
+typedef atomic_int engine_cancel_flag;
+#endif
+
 /* What an engine is opened with: the checked options of ttp_open. */
 typedef struct engine_config {
   int threads;             /* CPU engines: worker threads */
@@ -40,6 +49,11 @@ typedef struct engine_config {
   ttp_plan plan;           /* cudnn engine: how it chooses convolution algorithms (ttapipe.h) */
   aug_spec spec;
   ttp_merge merge;
+  /* The pipeline's ttp_cancel flag (NULL: never set). A host engine reads it between images or
+     tiles of a batch and, once set, gives the batch up with TTP_ERR_CANCELLED: a cancel then
+     waits for a few images, not for a batch. GPU engines leave their batches to finish (a
+     batch is milliseconds). */
+  const engine_cancel_flag* cancel;
 } engine_config;
 
 /* A host engine: the whole job for a run of images. */
@@ -47,7 +61,8 @@ typedef struct host_engine_ops {
   /* Plan: everything that allocates. The model outlives the engine. */
   ttp_status (*open)(const model* m, const engine_config* c, void** state, ttp_err* e);
   /* images: count x input pixels. results: count entries. merged: NULL, or count x classes.
-     extras: NULL, or count x MERGE_EXTRAS (augment/merge_core.h). */
+     extras: NULL, or count x MERGE_EXTRAS (augment/merge_core.h). TTP_ERR_CANCELLED when
+     engine_config.cancel was set during the batch: its results are not written, or not all. */
   ttp_status (*run)(void* state, const uint8_t* images, size_t count, ttp_result* results,
                     float* merged, float* extras, ttp_err* e);
   const char* (*describe)(void* state); /* one line: how the engine runs */
@@ -78,6 +93,13 @@ typedef struct engine_entry {
      NULL for the GPU engines, whose absence is TTP_ERR_NO_GPU. */
   const char* absent;
 } engine_entry;
+
+#ifndef __cplusplus
+/* Whether a cancel flag (engine_config.cancel, kept by the engine) is set. */
+static inline int engine_cancelled(const engine_cancel_flag* cancel) {
+  return cancel && atomic_load_explicit(cancel, memory_order_relaxed);
+}
+#endif
 
 /* The entry of engine id; NULL for an unknown or retired value (3, the naive baseline). */
 const engine_entry* engine_find(ttp_engine id);

@@ -164,6 +164,7 @@ static engine_config config_of(const ttp_pipeline* p) {
       .plan = p->options.plan,
       .spec = p->spec,
       .merge = p->merge,
+      .cancel = &p->cancel,
   };
 }
 
@@ -282,6 +283,12 @@ ttp_status pipeline_idle(ttp_pipeline* p) {
   return TTP_OK;
 }
 
+/* A call's status: a cancel request it ended (a host engine gave a batch up) is spent. */
+static ttp_status spend_cancel(ttp_pipeline* p, ttp_status s) {
+  if (s == TTP_ERR_CANCELLED) atomic_store(&p->cancel, 0);
+  return s;
+}
+
 ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, ttp_result* results,
                         float* probabilities) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
@@ -291,7 +298,8 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
   if (!images || !results)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify: images and results are required");
   TRY(pipeline_idle(p));
-  return stream_run(&p->stream, images, count, results, probabilities, NULL, &p->err);
+  return spend_cancel(p, stream_run(&p->stream, images, count, results, probabilities, NULL,
+                                    &p->err));
 }
 
 ttp_uncertainty pipeline_uncertainty(const float* merged, int classes, const float* extras) {
@@ -330,7 +338,7 @@ ttp_status ttp_classify_uncertainty(ttp_pipeline* p, const uint8_t* images, size
                                           extras + i * MERGE_EXTRAS);
   if (merged != probabilities) free(merged);
   free(extras);
-  return st;
+  return spend_cancel(p, st);
 }
 
 ttp_status ttp_inspect_copies(ttp_pipeline* p, const uint8_t* image, uint8_t* pixels,
@@ -421,7 +429,7 @@ ttp_status ttp_collect(ttp_pipeline* p, ttp_result* results, float* probabilitie
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_collect: no batch in flight");
   ttp_status s = stream_collect(&p->stream, results, probabilities, NULL, count, &p->err);
   if (s != TTP_OK) stream_abandon(&p->stream);
-  return s;
+  return spend_cancel(p, s);
 }
 
 int ttp_batch_ready(ttp_pipeline* p) { return p && p->engine ? stream_ready(&p->stream) : 0; }

@@ -690,11 +690,15 @@ ttp_status ttp_classify_files(ttp_pipeline* p, const char* const* paths, size_t 
 const ttp_uncertainty* ttp_file_uncertainty(const ttp_pipeline* p);
 
 /* Asks a running ttp_classify_files or ttp_classify_paths on p to stop: it submits no new
-   batch, finishes the batches in flight, reports every file whose turn has come (so the rows
-   reported are the first N files, in order) and returns TTP_ERR_CANCELLED; stats->files -
-   stats->classified - stats->failed files were not done. Async-signal-safe (one atomic store):
-   meant for a signal handler or another thread. A request lasts until the call it stopped
-   returns; one made while no call runs stops the next one before its first batch. */
+   batch; the CPU engines give the batch they are computing up between images (or tiles), the
+   GPU engines finish theirs (milliseconds); every file whose batch was collected and whose turn
+   has come is reported (so the rows reported are the first N files, in order), and the call
+   returns TTP_ERR_CANCELLED; stats->files - stats->classified - stats->failed files were not
+   done. A ttp_classify, ttp_classify_uncertainty or ttp_collect call on a CPU engine stops the
+   same way, between images, returning TTP_ERR_CANCELLED without results. Async-signal-safe (one
+   atomic store): meant for a signal handler or another thread. A request lasts until the call
+   it stopped returns; one made while no call runs stops the next one before its first batch
+   (or, on a CPU engine, its first image). */
 void ttp_cancel(ttp_pipeline* p);
 
 /* ttp_classify_files over what ttp_list_files(paths, count, list_options) would list (NULL
@@ -736,7 +740,8 @@ ttp_status ttp_writer_open_append(const ttp_pipeline* p, FILE* out, ttp_format f
                                   int columns, ttp_writer** writer, char* error,
                                   size_t error_size);
 /* One row: result and probabilities (both required) as ttp_file_callback gives them, or error
-   (then both may be NULL). Returns TTP_ERR_IO when the stream fails (disk full, closed pipe). */
+   (then both may be NULL). Returns TTP_ERR_IO when the stream fails (disk full, closed pipe),
+   TTP_ERR_OUT_OF_MEMORY when the row could not be held. */
 ttp_status ttp_writer_write(ttp_writer* w, const char* path, const ttp_result* result,
                             const float* probabilities, const char* error);
 /* ttp_writer_write with the row's uncertainty (ttp_file_uncertainty's; NULL: empty fields), for
@@ -744,6 +749,14 @@ ttp_status ttp_writer_write(ttp_writer* w, const char* path, const ttp_result* r
 ttp_status ttp_writer_write_uncertainty(ttp_writer* w, const char* path, const ttp_result* result,
                                         const float* probabilities,
                                         const ttp_uncertainty* uncertainty, const char* error);
+/* The rows written so far, handed to the stream and the stream flushed. A writer holds its
+   rows and hands them over whole, one fwrite a flush: when 64 KiB of them wait, here, and at
+   ttp_writer_close; so the stream never holds a part of a row that a later flush completes
+   (on an unbuffered stream, setvbuf _IONBF, each flush is one write(2) of whole rows: what a
+   killed process leaves in the file ends with a whole row). Call it as often as rows must
+   reach the file (ttapipe classify: at least every second). Returns TTP_ERR_IO when the
+   stream fails, TTP_ERR_OUT_OF_MEMORY when a row could not be held. */
+ttp_status ttp_writer_flush(ttp_writer* w);
 /* Flushes and frees; returns TTP_ERR_IO if anything written was lost. Accepts NULL. */
 ttp_status ttp_writer_close(ttp_writer* w);
 

@@ -2,7 +2,7 @@
    order (sorted paths within each directory, the given order otherwise). A file that cannot be
    read or decoded is an error row; every other file goes on. */
 #include <errno.h>
-#include <signal.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include "job.h"
 #include "report.h"
 #include "rows.h"
+#include "stop.h"
 
 static const cli_option classify_options[] = {
     CLI_PIPELINE_OPTIONS,
@@ -37,20 +38,26 @@ static const cli_option classify_options[] = {
 
 static const char* const classify_aliases[] = {"-o", "output", "-0", "null", NULL};
 
+/* The rows of the files done, on their way out: the writer behind a lock that the stop thread
+   (stop.h) takes too, to flush them every tick and at a signal, and to end the process between
+   two rows at a second request. */
 typedef struct progress {
+  pthread_mutex_t lock; /* guards the writer and the counts */
   ttp_writer* writer;
   files_report* report; /* --report: gathered row by row, or NULL */
   size_t total, done, failed;
   int show;           /* a progress line: stderr is a terminal and not --quiet */
   int write_failed;
   double start, shown;
-  const ttp_pipeline* p; /* the files' ttp_file_uncertainty */
+  ttp_pipeline* p;    /* the files' ttp_file_uncertainty; what a stop request cancels */
+  const char* rows_at; /* the file the rows go to (NULL: standard output) */
 } progress;
 
 static void on_file(void* user, size_t index, const char* path, const ttp_result* result,
                     const float* probabilities, const char* error) {
   (void)index;
   progress* pr = user;
+  pthread_mutex_lock(&pr->lock);
   if (ttp_writer_write_uncertainty(pr->writer, path, result, probabilities,
                                    ttp_file_uncertainty(pr->p), error) != TTP_OK)
     pr->write_failed = 1;
@@ -67,6 +74,41 @@ static void on_file(void* user, size_t index, const char* path, const ttp_result
       fprintf(stderr, "\r%zu files, %.0f files/s, %zu failed   ", pr->done, rate, pr->failed);
     pr->shown = t;
   }
+  pthread_mutex_unlock(&pr->lock);
+}
+
+/* The rows written so far, to the file (the lock taken). */
+static void flush_rows(progress* pr) {
+  pthread_mutex_lock(&pr->lock);
+  if (ttp_writer_flush(pr->writer) != TTP_OK) pr->write_failed = 1;
+  pthread_mutex_unlock(&pr->lock);
+}
+
+/* The stop thread's hooks (stop.h). A first signal: the run stops after the files in flight
+   (the CPU engines give their batch up between images), the rows so far flushed at once (a
+   scheduler's SIGKILL may follow within a second). */
+static void on_stop_request(void* user, int sig) {
+  (void)sig;
+  progress* pr = user;
+  ttp_cancel(pr->p);
+  flush_rows(pr);
+}
+
+static void on_stop_tick(void* user) { flush_rows(user); }
+
+/* A second request: after the row being written (the lock), the rows flushed, what was done
+   said, and the process ended; the lock is never given back, so no row follows. */
+static void on_stop_halt(void* user, int sig, int first) {
+  progress* pr = user;
+  pthread_mutex_lock(&pr->lock);
+  ttp_writer_flush(pr->writer);
+  fprintf(stderr,
+          "%sttapipe: stopped by %s after %s: %zu files done (%zu classified, %zu failed), their "
+          "rows in %s; the rest not done\n",
+          pr->show ? "\n" : "", cli_signal_name(sig), cli_signal_name(first),
+          pr->done, pr->done - pr->failed, pr->failed,
+          pr->rows_at ? pr->rows_at : "standard output");
+  _exit(128 + sig);
 }
 
 /* The paths to classify: with --files-from, --shard or --resume (whole: listed first), the
@@ -131,7 +173,8 @@ static int rows_like_open(rows_like* x, ttp_pipeline* p, ttp_format format, int 
                           int columns) {
   *x = (rows_like){0};
   if (!(x->f = open_memstream(&x->text, &x->size)) ||
-      ttp_writer_open(p, x->f, format, topk, columns, &x->w, NULL, 0) != TTP_OK || fflush(x->f))
+      ttp_writer_open(p, x->f, format, topk, columns, &x->w, NULL, 0) != TTP_OK ||
+      ttp_writer_flush(x->w) != TTP_OK)
     return -1;
   x->len = (size_t)ftell(x->f);
   return 0;
@@ -140,7 +183,8 @@ static int rows_like_open(rows_like* x, ttp_pipeline* p, ttp_format format, int 
 /* The error row of path, into x->text (x->len bytes). 0 on success. */
 static int rows_like_row(rows_like* x, const char* path) {
   rewind(x->f);
-  if (ttp_writer_write(x->w, path, NULL, NULL, "x") != TTP_OK || fflush(x->f)) return -1;
+  if (ttp_writer_write(x->w, path, NULL, NULL, "x") != TTP_OK || ttp_writer_flush(x->w) != TTP_OK)
+    return -1;
   x->len = (size_t)ftell(x->f);
   return 0;
 }
@@ -235,69 +279,67 @@ static void summary(const ttp_bulk_stats* s) {
           "ttapipe: time: reading %.2f s, decoding %.2f s, preprocessing %.2f s (summed over %d "
           "thread%s); classifying %.2f s, waiting for decoded images %.2f s, writing %.2f s\n",
           s->classified, s->files, s->failed, s->wall_seconds,
-          s->files / (s->wall_seconds + 1e-9), s->read_seconds, s->decode_seconds,
+          (s->classified + s->failed) / (s->wall_seconds + 1e-9), s->read_seconds, s->decode_seconds,
           s->preprocess_seconds, s->threads, s->threads == 1 ? "" : "s", s->classify_seconds,
           s->waiting_seconds, s->callback_seconds);
 }
 
-/* SIGINT, SIGTERM and SIGHUP while the files are classified: the first asks the pipeline to
-   stop after the batches in flight (ttp_cancel: async-signal-safe) and puts the signal back to
-   its default (SA_RESETHAND), so that a second one ends the process at once. The rows of the files done are
-   written whole, the summary says what was not done, and the exit status is 128 + the signal. */
-static ttp_pipeline* volatile cancel_target;
-static volatile sig_atomic_t caught_signal;
-static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
-enum { STOP_SIGNALS = sizeof stop_signals / sizeof stop_signals[0] };
-
-static void on_stop_signal(int sig) {
-  if (!caught_signal) caught_signal = sig;
-  ttp_pipeline* p = cancel_target;
-  if (p) ttp_cancel(p);
+/* Under MPI with -o FILE, rank r's rows go to FILE.part-r-of-N as they are done (flushed as a
+   single process's are), so that a killed job keeps them and --resume under as many ranks
+   takes them up; the parts become FILE at the end. malloc'd. */
+static char* part_name(const char* output, const cli_job* job) {
+  const size_t n = strlen(output) + 48;
+  char* name = malloc(n);
+  if (name) snprintf(name, n, "%s.part-%d-of-%d", output, job->rank, job->size);
+  return name;
 }
 
-/* Installs the handler (p) or puts back what was there before (NULL). A signal ignored when
-   the command started stays ignored (nohup's SIGHUP, a background job's SIGINT). */
-static void catch_stop_signals(ttp_pipeline* p) {
-  static struct sigaction before[STOP_SIGNALS];
-  cancel_target = p;
-  for (int i = 0; i < STOP_SIGNALS; i++) {
-    if (!p) {
-      sigaction(stop_signals[i], &before[i], NULL);
-      continue;
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on_stop_signal;
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(stop_signals[i], NULL, &before[i]);
-    if (before[i].sa_handler != SIG_IGN) sigaction(stop_signals[i], &sa, NULL);
-  }
-}
-
-static const char* signal_name(int sig) {
-  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
-}
-
-/* The rows every rank wrote into memory, dealt back by rank 0 into the output (job.h), and the
-   summary summed over the ranks. A collective: every rank comes here, failed or not. */
-static int finish_job(const cli_args* a, const cli_job* job, int rc, char* mem, size_t mem_n,
-                      ttp_bulk_stats* stats) {
+/* The rows every rank wrote (its part file, or memory: mem, mem_n), dealt back by rank 0 into
+   the output (job.h; a file is written under a temporary name and renamed, then the parts are
+   removed), and the summary summed over the ranks. A collective: every rank comes here, failed
+   or not. stopped: this rank was stopped by a signal (rc is 128 + it): nothing is dealt, the
+   parts stay for --resume. */
+static int finish_job(const cli_args* a, const cli_job* job, int rc, int stopped, char* mem,
+                      size_t mem_n, const char* part, ttp_bulk_stats* stats) {
   const char* output = cli_get(a, "output");
+  char* text = NULL; /* this rank's part, read back */
+  size_t text_n = 0;
+  if (part && rc == CLI_EXIT_OK && cli_read_whole(part, &text, &text_n) != 0)
+    rc = cli_fail("%s: cannot read this rank's rows back: %s", part, strerror(errno));
+  const int none_stopped = cli_job_all_ok(job, !stopped);
   const int all_ok = cli_job_all_ok(job, rc == CLI_EXIT_OK);
-  if (!all_ok && rc == CLI_EXIT_OK && job->rank == 0)
-    rc = cli_fail("another rank failed (its message above): no output written");
-  else if (!all_ok)
-    rc = rc == CLI_EXIT_OK ? CLI_EXIT_FATAL : rc;
+  if (!none_stopped && job->rank == 0 && part)
+    fprintf(stderr, "ttapipe: interrupted: the ranks' rows are in %s.part-R-of-%d; the same "
+            "command with --resume under %d ranks completes them\n", output, job->size,
+            job->size);
+  if (!all_ok && rc == CLI_EXIT_OK)
+    rc = job->rank == 0 && none_stopped
+             ? cli_fail("another rank failed (its message above): no output written")
+             : CLI_EXIT_FATAL;
+  char* merging = NULL; /* rank 0: the output under its temporary name */
   FILE* out = stdout;
-  if (all_ok && job->rank == 0 && output && !(out = fopen(output, "w")))
-    rc = cli_fail("%s: cannot create: %s", output, strerror(errno)), out = NULL;
+  if (all_ok && job->rank == 0 && output) {
+    const size_t n = strlen(output) + 16;
+    if ((merging = malloc(n))) snprintf(merging, n, "%s.merging", output);
+    if (!merging || !(out = fopen(merging, "w")))
+      rc = cli_fail("%s: cannot create: %s", merging ? merging : output, strerror(errno)), out = NULL;
+  }
+  int dealt = 0;
   if (all_ok && cli_job_all_ok(job, out != NULL || job->rank != 0)) {
-    const int dealt = cli_job_gather_rows(job, mem, mem_n, out, output ? output : "standard output");
-    if (job->rank == 0 && dealt != CLI_EXIT_OK) rc = dealt;
+    const int r = cli_job_gather_rows(job, part ? text : mem, part ? text_n : mem_n, out,
+                                      output ? output : "standard output");
+    if (job->rank == 0 && r != CLI_EXIT_OK) rc = r;
+    dealt = 1;
   }
   if (out && out != stdout && fclose(out) != 0 && rc == CLI_EXIT_OK)
-    rc = cli_fail("%s: writing the results failed: %s", output, strerror(errno));
+    rc = cli_fail("%s: writing the results failed: %s", merging, strerror(errno));
+  if (merging && rc == CLI_EXIT_OK && rename(merging, output) != 0)
+    rc = cli_fail("%s: cannot rename it to %s: %s", merging, output, strerror(errno));
+  if (merging && rc != CLI_EXIT_OK) remove(merging);
+  free(merging);
+  /* The parts go once the output holds their rows. */
+  if (dealt && cli_job_all_ok(job, rc == CLI_EXIT_OK) && part) remove(part);
+  free(text);
   double sums[9] = {(double)stats->files, (double)stats->classified, (double)stats->failed,
                     stats->read_seconds, stats->decode_seconds, stats->preprocess_seconds,
                     stats->classify_seconds, stats->waiting_seconds, stats->callback_seconds};
@@ -329,9 +371,8 @@ static int classify_job(const cli_args* a, const cli_job* job) {
   ttp_image_options io;
   long shard = job->rank, shards = job->size > 1 ? job->size : 0;
   const int resume = cli_flag(a, "resume");
-  if (job->size > 1 && (cli_get(a, "shard") || resume))
-    return cli_usage_error(a->command, "under mpirun or srun the ranks are the shards: no --shard "
-                           "or --resume");
+  if (job->size > 1 && cli_get(a, "shard"))
+    return cli_usage_error(a->command, "under mpirun or srun the ranks are the shards: no --shard");
   if ((rc = cli_get_choice(a, "format", formats, &format)) ||
       (rc = cli_get_long(a, "topk", 1, 1000000, &topk)) ||
       (rc = cli_get_long(a, "threads", 1, 256, &threads)) || (rc = cli_image_options(a, &io)) ||
@@ -379,12 +420,18 @@ static int classify_job(const cli_args* a, const cli_job* job) {
   ttp_writer* writer = NULL;
   char error[TTP_ERROR_SIZE];
   const char* output = cli_get(a, "output");
+  /* Where this process's rows go: the output, or under MPI this rank's part of it. */
+  char* part = job->size > 1 && output ? part_name(output, job) : NULL;
+  const char* rows_at = part ? part : output;
+  if (job->size > 1 && output && !part) rc = cli_fail("out of memory");
   /* The ranks of an MPI job choose the cudnn engine's algorithms by a fixed rule (cuDNN's
      heuristic, nothing timed), so that every rank computes the same bits; --plan overrides.
      Each rank of a machine takes its own GPU in turn, unless --device or --devices says. */
   const int gpus = job->size > 1 ? ttp_gpu_count() : 0;
-  rc = cli_open_pipeline(a, CLASSIFY_SLOTS, job->size > 1 ? TTP_PLAN_HEURISTIC : TTP_PLAN_MEASURE,
-                         gpus ? job->local_rank % gpus : 0, &p, &tta);
+  if (rc == CLI_EXIT_OK)
+    rc = cli_open_pipeline(a, CLASSIFY_SLOTS,
+                           job->size > 1 ? TTP_PLAN_HEURISTIC : TTP_PLAN_MEASURE,
+                           gpus ? job->local_rank % gpus : 0, &p, &tta);
   if (rc == CLI_EXIT_OK && topk > ttp_model(p)->classes)
     rc = cli_usage_error(a->command, "--topk must be at most %d, the model's classes",
                          ttp_model(p)->classes);
@@ -394,20 +441,23 @@ static int classify_job(const cli_args* a, const cli_job* job) {
   size_t done = 0; /* --resume: the files whose rows the output holds already */
   int header_written = 0;
   if (rc == CLI_EXIT_OK && resume)
-    rc = resume_from(output, p, fmt, (int)topk, columns, paths, count, &done, &header_written);
-  char* mem = NULL; /* a rank's rows, in memory until rank 0 deals them out (job.h) */
+    rc = resume_from(rows_at, p, fmt, (int)topk, columns, paths, count, &done, &header_written);
+  char* mem = NULL; /* a rank's rows without -o: in memory until rank 0 deals them out (job.h) */
   size_t mem_n = 0;
-  if (rc == CLI_EXIT_OK && job->size > 1 && !(out = open_memstream(&mem, &mem_n)))
-    rc = cli_fail("out of memory");
-  else if (rc == CLI_EXIT_OK && job->size == 1 && output && !(out = fopen(output, resume ? "a" : "w")))
-    rc = cli_fail("%s: cannot create: %s", output, strerror(errno));
+  const int in_memory = job->size > 1 && !rows_at;
+  if (rc == CLI_EXIT_OK && in_memory && !(out = open_memstream(&mem, &mem_n)))
+    rc = cli_fail("out of memory"), out = NULL;
+  else if (rc == CLI_EXIT_OK && rows_at && !(out = fopen(rows_at, resume ? "a" : "w")))
+    rc = cli_fail("%s: cannot create: %s", rows_at, strerror(errno)), out = NULL;
+  /* Unbuffered: each flush of the writer is one write(2) of whole rows. */
+  if (rc == CLI_EXIT_OK && !in_memory) setvbuf(out, NULL, _IONBF, 0);
   if (rc == CLI_EXIT_OK &&
       (header_written ? ttp_writer_open_append : ttp_writer_open)(
           p, out, fmt, (int)topk, columns, &writer, error, sizeof error) != TTP_OK)
     rc = cli_fail("%s", error);
   if (rc == CLI_EXIT_OK && resume && !cli_flag(a, "quiet"))
     fprintf(stderr, "ttapipe: %s holds the rows of %zu of %zu %s: classifying the other %zu\n",
-            output, done, count, archives ? "entries (a tar archive is one)" : "files",
+            rows_at, done, count, archives ? "entries (a tar archive is one)" : "files",
             count - done);
   ttp_bulk_stats stats = {.struct_size = sizeof stats};
   int quiet = cli_flag(a, "quiet");
@@ -415,39 +465,47 @@ static int classify_job(const cli_args* a, const cli_job* job) {
   files_report* report = NULL;
   if (rc == CLI_EXIT_OK && report_path && !(report = files_report_new(ttp_model(p)->classes)))
     rc = cli_fail("out of memory");
+  int stopped = 0; /* a stop signal ended the run: the files done have their rows and a summary */
   if (rc == CLI_EXIT_OK) {
-    progress pr = {writer, report, archives ? 0 : count - done, 0, 0,
-                   isatty(2) && !quiet && job->rank == 0, 0, cli_now(), 0, p};
-    caught_signal = 0;
-    catch_stop_signals(p);
+    progress pr = {.writer = writer, .report = report, .total = archives ? 0 : count - done,
+                   .show = isatty(2) && !quiet && job->rank == 0, .start = cli_now(), .p = p,
+                   .rows_at = rows_at};
+    pthread_mutex_init(&pr.lock, NULL);
+    const cli_stop_hooks hooks = {on_stop_request, on_stop_halt, on_stop_tick, &pr};
+    cli_stop_hooks_set(&hooks);
+    if (cli_stop_signal()) ttp_cancel(p); /* one came while the pipeline opened */
     /* Directories alone: walked while their first files are classified. */
     ttp_status s = listed
         ? ttp_classify_files(p, paths + done, count - done, &io, (int)threads, on_file, &pr,
                              &stats)
         : ttp_classify_paths(p, (const char* const*)a->positional, (size_t)a->positional_count,
                              &lo, &io, (int)threads, on_file, &pr, &stats);
-    catch_stop_signals(NULL);
-    if (s == TTP_ERR_CANCELLED && caught_signal) {
+    flush_rows(&pr); /* before the hooks go: a second request from now on ends the process */
+    cli_stop_hooks_set(NULL);
+    pthread_mutex_destroy(&pr.lock);
+    const int sig = cli_stop_signal();
+    if (s == TTP_ERR_CANCELLED && sig) {
       if (pr.show) fprintf(stderr, "\n");
       pr.show = 0;
       fprintf(stderr,
               "ttapipe: interrupted by %s: %zu of %zu files done (%zu classified, %zu failed), "
               "%zu not done\n",
-              signal_name(caught_signal), stats.classified + stats.failed, stats.files,
+              cli_signal_name(sig), stats.classified + stats.failed, stats.files,
               stats.classified, stats.failed, stats.files - stats.classified - stats.failed);
-      rc = 128 + caught_signal;
+      rc = 128 + sig;
+      stopped = 1;
     } else if (s != TTP_OK) {
       rc = cli_fail("%s", ttp_last_error(p));
     }
     if (pr.show) fprintf(stderr, "\n");
     if (ttp_writer_close(writer) != TTP_OK || pr.write_failed)
-      rc = cli_fail("%s: writing the results failed", output ? output : "standard output");
+      rc = cli_fail("%s: writing the results failed", rows_at ? rows_at : "standard output");
     writer = NULL;
   }
   ttp_writer_close(writer);
-  if (out != stdout && out && fclose(out) != 0 && rc == CLI_EXIT_OK)
-    rc = cli_fail("%s: writing the results failed: %s", output, strerror(errno));
-  const int stopped = caught_signal && rc == 128 + caught_signal; /* the files done: a summary too */
+  if (out != stdout && out && !in_memory && fclose(out) != 0 && rc == CLI_EXIT_OK)
+    rc = cli_fail("%s: writing the results failed: %s", rows_at, strerror(errno));
+  if (in_memory && out) fclose(out);
   if (report && (rc == CLI_EXIT_OK || stopped)) { /* what was classified, these inputs named */
     char inputs[1024] = "";
     size_t n = 0;
@@ -461,23 +519,28 @@ static int classify_job(const cli_args* a, const cli_job* job) {
   }
   files_report_free(report);
   if (job->size > 1) {
-    rc = finish_job(a, job, rc, mem, mem_n, &stats);
+    rc = finish_job(a, job, rc, stopped, mem, mem_n, part, &stats);
   } else {
     if ((rc == CLI_EXIT_OK || stopped) && !quiet) summary(&stats);
     if (rc == CLI_EXIT_OK && stats.failed) rc = CLI_EXIT_SOME_FAILED;
   }
   free(mem);
+  free(part);
   ttp_close(p);
   free(paths);
   ttp_file_list_free(&list);
   return rc;
 }
 
+/* The stop thread first (stop.h): every thread made after it, MPI's included, leaves the
+   signals to it. */
 static int run_classify(const cli_args* a) {
+  cli_stop_start();
   cli_job job;
   cli_job_start(&job);
   const int rc = classify_job(a, &job);
   cli_job_end(&job);
+  cli_stop_end();
   return rc;
 }
 
@@ -491,8 +554,10 @@ const cli_command cli_classify = {
                "--uncertainty); status is 'ok' or that file's error, and the other\n"
                "files go on. --threads sets the decoding threads too (default: one per core).\n"
                "Exit status: 0 all classified, 1 fatal error, 2 usage error, 3 some files failed;\n"
-               "SIGINT, SIGTERM or SIGHUP stop it after the batches in flight, the rows of the\n"
-               "files done written whole, with 130, 143 or 129 (a second signal ends it at once).",
+               "SIGINT, SIGTERM or SIGHUP stop it within a second, the rows of the files done\n"
+               "written whole, with 130, 143 or 129; the same signal again within a second is\n"
+               "the same request, another one ends it at the next row. Rows reach the file\n"
+               "at least every second.",
     .options = classify_options,
     .max_positional = -1,
     .run = run_classify,

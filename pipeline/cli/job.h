@@ -1,6 +1,7 @@
 /* classify as one of the ranks of an MPI job (`mpirun -n N ttapipe classify ...`, `srun`): the
    ranks take the sorted list's files in turn (rank r: files r, r + N, ...), each classifies its
-   own into memory, and rank 0 deals the rows back into the one output a single process would
+   own (into its part file of the output as the rows are done, or into memory without -o:
+   cmd_classify.c), and rank 0 deals the rows back into the one output a single process would
    write (rows.h) and prints the summary summed over the ranks, with each rank's time. Built
    with Open MPI where CMake finds it (TTAPIPE_MPI); without, or outside a launcher, a job is
    one rank. */

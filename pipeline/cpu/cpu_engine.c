@@ -25,6 +25,7 @@ struct cpu_engine {
   aug_spec spec;
   ttp_merge merge;
   int threads;
+  const engine_cancel_flag* cancel;    /* engine_config.cancel */
   cpu_worker* workers;
   char description[64];
 };
@@ -111,6 +112,7 @@ static ttp_status cpu_engine_open(const model* m, const engine_config* c, void**
   eng->spec = *spec;
   eng->merge = c->merge;
   eng->threads = threads;
+  eng->cancel = c->cancel;
   snprintf(eng->description, sizeof eng->description, "cpu, fp32 with double sums, %d thread%s",
            threads, threads == 1 ? "" : "s");
   eng->workers = calloc((size_t)threads, sizeof *eng->workers);
@@ -175,6 +177,7 @@ typedef struct cpu_job {
   ttp_result* results;
   float* merged;
   float* extras;
+  int cancelled; /* stopped by the cancel flag before its last image */
 } cpu_job;
 
 static void* cpu_job_run(void* arg) {
@@ -186,6 +189,10 @@ static void* cpu_job_run(void* arg) {
   /* The copy lives in the worker's pong buffer: the first layer writes to ping. */
   float* input = w->b;
   for (size_t i = job->begin; i < job->end; i++) {
+    if (engine_cancelled(eng->cancel)) {
+      job->cancelled = 1;
+      break;
+    }
     const uint8_t* image = job->images + i * pixels;
     uint64_t key = aug_image_key(image, pixels);
     for (int c = 0; c < eng->spec.copies; c++) {
@@ -200,38 +207,41 @@ static void* cpu_job_run(void* arg) {
   return NULL;
 }
 
-/* Runs the workers over the images. */
-static void cpu_run(cpu_engine* eng, const uint8_t* images, size_t count, ttp_result* results,
-                    float* merged, float* extras) {
+/* Runs the workers over the images; 1 if the cancel flag stopped them. */
+static int cpu_run(cpu_engine* eng, const uint8_t* images, size_t count, ttp_result* results,
+                   float* merged, float* extras) {
   int threads = count < (size_t)eng->threads ? (int)count : eng->threads;
   if (threads <= 1) {
-    cpu_job job = {eng, 0, images, 0, count, results, merged, extras};
+    cpu_job job = {eng, 0, images, 0, count, results, merged, extras, 0};
     cpu_job_run(&job);
-    return;
+    return job.cancelled;
   }
   cpu_job jobs[CPU_MAX_THREADS];
   pthread_t ids[CPU_MAX_THREADS];
   int started[CPU_MAX_THREADS] = {0};
   for (int t = 0; t < threads; t++) {
     jobs[t] = (cpu_job){eng, t, images, count * t / threads, count * (t + 1) / threads, results,
-                        merged, extras};
+                        merged, extras, 0};
     /* Worker 0's share runs on the calling thread; so does any share whose thread would not
        start, so a machine short of threads is slower, never wrong. */
     if (t > 0) started[t] = pthread_create(&ids[t], NULL, cpu_job_run, &jobs[t]) == 0;
   }
   for (int t = 0; t < threads; t++)
     if (!started[t]) cpu_job_run(&jobs[t]);
-  for (int t = 1; t < threads; t++)
-    if (started[t]) pthread_join(ids[t], NULL);
+  int cancelled = 0;
+  for (int t = 0; t < threads; t++) {
+    if (t > 0 && started[t]) pthread_join(ids[t], NULL);
+    cancelled |= jobs[t].cancelled;
+  }
+  return cancelled;
 }
 
 static ttp_status cpu_engine_run(void* state, const uint8_t* images, size_t count,
                                  ttp_result* results, float* merged, float* extras, ttp_err* e) {
-  (void)e; /* the CPU engine cannot fail once open */
   TRACE_PUSH("cpu classify");
-  cpu_run(state, images, count, results, merged, extras);
+  const int cancelled = cpu_run(state, images, count, results, merged, extras);
   TRACE_POP();
-  return TTP_OK;
+  return cancelled ? ERR(e, TTP_ERR_CANCELLED, "cancelled (ttp_cancel) during a batch") : TTP_OK;
 }
 
 ttp_status cpu_engine_copies(const model* m, const engine_config* c, const uint8_t* image,

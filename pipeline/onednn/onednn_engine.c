@@ -25,6 +25,7 @@ typedef struct onednn_engine {
   aug_spec spec;
   ttp_merge merge;
   int threads;
+  const engine_cancel_flag* cancel;      /* engine_config.cancel: read between tiles */
   onednn_context ctx;
   size_t tile;                   /* images in a full tile */
   size_t net_images[MAX_NETS];   /* the nets planned so far, by images */
@@ -73,6 +74,7 @@ static ttp_status onednn_engine_open(const model* m, const engine_config* c, voi
   eng->spec = c->spec;
   eng->merge = c->merge;
   eng->threads = c->threads;
+  eng->cancel = c->cancel;
   size_t rows = (size_t)TILE_ROWS_PER_THREAD * c->threads;
   eng->tile = rows / (size_t)c->spec.copies;
   if (eng->tile < 1) eng->tile = 1;
@@ -149,6 +151,10 @@ static ttp_status onednn_engine_run(void* state, const uint8_t* images, size_t c
   omp_set_num_threads(eng->threads);
   ttp_status st = TTP_OK;
   for (size_t start = 0; start < count && st == TTP_OK;) {
+    if (engine_cancelled(eng->cancel)) {
+      st = ERR(e, TTP_ERR_CANCELLED, "cancelled (ttp_cancel) during a batch");
+      break;
+    }
     size_t n = count - start < eng->tile ? count - start : eng->tile;
     onednn_net* net;
     st = net_for(eng, bucket(eng, n), &net, e);

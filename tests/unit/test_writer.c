@@ -4,7 +4,7 @@
    repeats. The expected text is written out here in full. The CSV numbers, which the writer
    formats itself: printf's "%.7f" byte for byte, on floats of every kind (random bit patterns,
    exact ties of the 8th decimal, the largest below 1, tiny and subnormal ones, negative ones and
-   -0, 10^9 and beyond, infinities, NaN). */
+   -0, 10^9 and beyond, infinities, NaN). And rows reach the stream whole, a flush at a time. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -163,6 +163,63 @@ static void check_failing_stream(ttp_pipeline* p) {
   fclose(f);
 }
 
+/* Rows reach the stream whole, a flush at a time: on an unbuffered file nothing of them before
+   ttp_writer_flush (or 64 KiB of rows), and after any flush the file ends on a whole row, its
+   rows those written, in order. */
+static long file_lines(const char* path, size_t* size, int* torn) {
+  FILE* f = fopen(path, "rb");
+  CHECK(f, "%s: cannot read", path);
+  long lines = 0;
+  int c, last = '\n';
+  *size = 0;
+  while ((c = fgetc(f)) != EOF) lines += c == '\n', last = c, ++*size;
+  fclose(f);
+  *torn = last != '\n';
+  return lines;
+}
+
+static void check_whole_rows(ttp_pipeline* p, const char* dir) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s", test_path(dir, "rows.csv"));
+  FILE* f = fopen(path, "w");
+  CHECK(f, "%s: cannot create", path);
+  setvbuf(f, NULL, _IONBF, 0);
+  ttp_writer* w;
+  char error[TTP_ERROR_SIZE];
+  CHECK(ttp_writer_open(p, f, TTP_FORMAT_CSV, 1, 0, &w, error, sizeof error) == TTP_OK, "%s", error);
+  float v[10] = {0.01f, 0.05f, 0.6f, 0.02f, 0.03f, 0.01f, 0.2f, 0.04f, 0.02f, 0.02f};
+  ttp_result r = {2, 0.6f, 0.125f};
+  char name[64];
+  test_rng rng = {7};
+  long rows = 0, flushes = 0, lines;
+  size_t size;
+  int torn;
+  for (int i = 0; i < 5000; i++) {
+    snprintf(name, sizeof name, "d/%0*d.png", test_int(&rng, 1, 29), i);
+    CHECK(ttp_writer_write(w, name, &r, v, NULL) == TTP_OK, "row %d", i);
+    rows++;
+    if (i == 2) { /* three rows and the header: none of them in the file before a flush */
+      file_lines(path, &size, &torn);
+      CHECK(size == 0, "%zu bytes in the file before a flush", size);
+    }
+    if (test_int(&rng, 0, 96) == 0) {
+      CHECK(ttp_writer_flush(w) == TTP_OK, "flush");
+      flushes++;
+    }
+    if (i % 101 == 0) { /* whenever the file is read: whole rows, no more than written */
+      lines = file_lines(path, &size, &torn);
+      CHECK(!torn, "the file ends in a torn row after row %d (%zu bytes)", i, size);
+      CHECK(lines <= rows + 1, "%ld lines for %ld rows", lines, rows);
+    }
+  }
+  CHECK(flushes > 10, "the test flushed %ld times", flushes);
+  CHECK(ttp_writer_flush(w) == TTP_OK, "flush");
+  lines = file_lines(path, &size, &torn);
+  CHECK(lines == rows + 1 && !torn, "%ld lines after a flush, %ld rows and a header", lines, rows);
+  CHECK(ttp_writer_close(w) == TTP_OK, "close");
+  fclose(f);
+}
+
 static void expect_text(const char* what, const char* got, const char* want) {
   if (strcmp(got, want) != 0) {
     fprintf(stderr, "%s:\n--- got ---\n%s--- want ---\n%s", what, got, want);
@@ -211,6 +268,7 @@ int main(void) {
   check_numbers(p);
   check_long_rows(p);
   check_failing_stream(p);
+  check_whole_rows(p, dir);
   ttp_writer* w;
   char error[TTP_ERROR_SIZE];
   CHECK(ttp_writer_open(p, stdout, TTP_FORMAT_CSV, 11, 0, &w, error, sizeof error) ==
