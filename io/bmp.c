@@ -5,15 +5,19 @@
    - headers: OS/2 and Windows core (12 bytes), info (40), V2 and V3 (52, 56), V4 (108) and V5
      (124); the file header's pixel offset is where the rows are;
    - 1, 4 and 8 bits through a palette (RLE8 and RLE4 compression too), 16 and 32 bits through
-     bit masks (the defaults, 5-5-5 and 8-8-8 with alpha in the top byte, or BI_BITFIELDS and
+     bit masks (the defaults, 5-5-5 and 8-8-8 with the top byte unused, or BI_BITFIELDS and
      BI_ALPHABITFIELDS masks), 24 bits as blue, green, red;
    - rows bottom-up, or top-down when the height is negative (never with RLE); each row padded
      to a multiple of 4 bytes.
    A channel of n bits becomes 8 by repeating its bits (5 bits abcde: abcdeabc), or by keeping
-   its top 8. An alpha mask gives a fourth channel; an alpha channel that is 0 everywhere means
-   the writer did not use it, and the image is opaque. Pixels an RLE stream skips take palette
-   entry 0. Refused, with the reason: a palette index beyond the palette, pixel data or a header
-   cut short, masks that are not one run of bits, and what the format does not define. */
+   its top 8. Only an alpha mask gives a fourth channel: a bit-field one, or for 32-bit BI_RGB
+   the alpha mask of a V4 or V5 header when it is not 0 (BI_RGB's defaults have none: the fourth
+   byte of a 32-bit pixel is unused, as Microsoft's description says); an alpha channel that is
+   0 everywhere means the writer did not use it, and the image is opaque. Pixels an RLE stream
+   skips take palette entry 0. Refused, with the reason: a palette index beyond the palette,
+   pixel data or a header cut short, masks that are not one run of bits, an RLE stream that goes
+   past the image (pixels, an end of line after the last row's, a move), and what the format
+   does not define. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,14 +129,20 @@ static ttp_status read_rle(const bmp_image* b, uint8_t* out, ttp_err* e) {
     p += 2;
     if (count > 0) { /* a run */
       for (unsigned k = 0; k < count; k++) RLE_PUT(rle4 ? (k % 2 ? value & 15 : value >> 4) : value);
-    } else if (value == 0) { /* end of line */
+    } else if (value == 0) { /* end of line; the last row's may end the stream, no more */
+      if (y >= b->height)
+        return ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (BMP RLE end of line beyond the image's "
+                   "%d rows)", b->path, b->height);
       x = 0, y++;
     } else if (value == 1) { /* end of bitmap */
       return TTP_OK;
-    } else if (value == 2) { /* move right and up */
+    } else if (value == 2) { /* move right and up, at most to the end of a row, or of the rows */
       RLE_NEED(2);
       x += p[0], y += p[1];
       p += 2;
+      if (x > b->width || y > b->height)
+        return ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (BMP RLE move to column %d, row %d, "
+                   "beyond the %d x %d image)", b->path, x, y, b->width, b->height);
     } else { /* value literal indices, padded to a whole number of 16-bit words */
       size_t bytes = rle4 ? (value + 1) / 2 : value;
       RLE_NEED((ptrdiff_t)(bytes + bytes % 2));
@@ -189,8 +199,9 @@ ttp_status io_bmp_decode(const uint8_t* bytes, size_t size, const char* path, in
   uint32_t masks[4] = {0, 0, 0, 0};
   if (bits == 16 && c == BI_RGB) {
     masks[0] = 0x7c00, masks[1] = 0x03e0, masks[2] = 0x001f;
-  } else if (bits == 32 && c == BI_RGB) {
-    masks[0] = 0xff0000, masks[1] = 0xff00, masks[2] = 0xff, masks[3] = 0xff000000;
+  } else if (bits == 32 && c == BI_RGB) { /* the fourth byte is unused, unless V4/V5 say alpha */
+    masks[0] = 0xff0000, masks[1] = 0xff00, masks[2] = 0xff;
+    if (header >= 108) masks[3] = le32(h + 52);
   } else if (c == BI_BITFIELDS || c == BI_ALPHABITFIELDS) {
     /* A V2 header holds the red, green and blue masks, V3 and later alpha too; after a 40-byte
        header come three masks, or four with BI_ALPHABITFIELDS. */

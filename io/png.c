@@ -5,21 +5,25 @@
    its own inflate was half of the time of a 28 x 28 file (README.md, "Images").
 
    Read: the signature; IHDR first (a size within the caller's limits, a bit depth the colour
-   type allows, methods the specification defines); then chunks, each of a length that fits in
-   what is left of the file, up to IEND: PLTE (at most 256 entries), tRNS (before the image data,
-   of the length its colour type gives), the IDAT chunks' zlib stream, inflated into exactly the
-   bytes the header implies (the filter byte and packed samples of every row of every Adam7
-   pass) and no further (extra data is ignored, as stb_image and libpng do: nothing more is
-   inflated, whatever the file holds); ancillary chunks skipped, unknown critical ones refused.
+   type allows, methods the specification defines, then its CRC); then chunks, each of a length
+   that fits in what is left of the file, up to IEND: PLTE (at most 256 entries), tRNS (before
+   the image data, of the length its colour type gives), the IDAT chunks' zlib stream, inflated
+   into exactly the bytes the header implies (the filter byte and packed samples of every row of
+   every Adam7 pass) and no further (extra data is ignored, as stb_image and libpng do: nothing
+   more is inflated, whatever the file holds); ancillary chunks skipped, unknown critical ones
+   refused. Every chunk read (IHDR, PLTE, tRNS, every IDAT, IEND) has its CRC checked before its
+   data is used; an ancillary chunk is skipped unread, its CRC too, as libpng discards them.
    Then each row unfiltered (None, Sub, Up, Average, Paeth) and its pixels placed.
 
-   The pixels are stb_image's, byte for byte, for every file it read: grey 1, grey + alpha 2,
-   RGB 3, RGBA 4 channels; a palette expanded to RGB, or RGBA when tRNS gives it alpha; a tRNS
-   colour of a grey or RGB image becomes an alpha channel (0 where a pixel equals it, 255
-   elsewhere: compared at 16 bits in 16-bit files, else after the grey scaling below); samples of
-   16 bits keep their high byte; grey samples of 1, 2 and 4 bits are scaled to 0..255 by
-   repeating their bits. Refused with the reason, where stb_image went on: a palette index past
-   the palette, CRCs aside (neither checks them), Apple's CgBI variant. */
+   The pixels are stb_image's, byte for byte, for every file it read whose CRCs are right
+   (stb_image does not check them): grey 1, grey + alpha 2, RGB 3, RGBA 4 channels; a palette
+   expanded to RGB, or RGBA when tRNS gives it alpha; a tRNS colour of a grey or RGB image
+   becomes an alpha channel (0 where a pixel equals it, 255 elsewhere: compared at 16 bits in
+   16-bit files, else after the grey scaling below); samples of 16 bits keep their high byte;
+   grey samples of 1, 2 and 4 bits are scaled to 0..255 by repeating their bits. Refused with
+   the reason, where stb_image went on: a palette index past the palette, a chunk read whose CRC
+   is not that of its type and data, Apple's CgBI variant. A chunk's type comes from the file
+   and may hold any byte: messages print those outside printable ASCII as \xHH. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +35,36 @@ enum { PNG_CHUNK_MAX = 0x7fffffff }; /* the specification's limit on a chunk's l
 
 static uint32_t be32(const uint8_t* p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* A chunk type as message text: its 4 bytes, those outside printable ASCII (0x20..0x7e) as
+   \xHH, for a type is whatever the file holds (an ESC or NUL byte too). Returns text. */
+static const char* type_text(const uint8_t* type, char text[17]) {
+  static const char hex[] = "0123456789abcdef";
+  char* t = text;
+  for (int i = 0; i < 4; i++) {
+    if (type[i] >= 0x20 && type[i] <= 0x7e) {
+      *t++ = (char)type[i];
+    } else {
+      *t++ = '\\', *t++ = 'x', *t++ = hex[type[i] >> 4], *t++ = hex[type[i] & 15];
+    }
+  }
+  *t = 0;
+  return text;
+}
+
+/* Checks the CRC that follows a chunk (chunk: its length field; length: its data's) against
+   zlib's crc32 of its type and data; what names the error's kind ("corrupt image", or
+   "unreadable image header" for IHDR). */
+static ttp_status check_crc(const char* path, const uint8_t* chunk, uint32_t length,
+                            const char* what, ttp_err* e) {
+  uint32_t stored = be32(chunk + 8 + length);
+  uint32_t computed = (uint32_t)crc32(crc32(0, Z_NULL, 0), chunk + 4, (uInt)length + 4);
+  char type[17];
+  if (stored != computed)
+    return ERR(e, TTP_ERR_FORMAT, "%s: %s (PNG chunk %s: CRC 0x%08x where the data gives 0x%08x)",
+               path, what, type_text(chunk + 4, type), stored, computed);
+  return TTP_OK;
 }
 
 static const int adam7[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
@@ -194,15 +228,20 @@ static ttp_status read_chunks(png* g, const uint8_t* bytes, size_t size, uint8_t
       s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (truncated PNG: no IEND chunk)", path);
       break;
     }
-    uint32_t length = be32(bytes + at);
-    const uint8_t* type = bytes + at + 4;
-    const uint8_t* data = bytes + at + 8;
+    const uint8_t* chunk = bytes + at;
+    uint32_t length = be32(chunk);
+    const uint8_t* type = chunk + 4;
+    const uint8_t* data = chunk + 8;
+    char text[17];
     if (length > PNG_CHUNK_MAX || length > size - at - 12) {
-      s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (truncated PNG: chunk %.4s of %u bytes, %zu "
-              "left)", path, (const char*)type, length, size - at - 12);
+      s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (truncated PNG: chunk %s of %u bytes, %zu "
+              "left)", path, type_text(type, text), length, size - at - 12);
       break;
     }
     at += 12 + (size_t)length;
+    int used = memcmp(type, "IEND", 4) == 0 || memcmp(type, "IDAT", 4) == 0 ||
+               memcmp(type, "PLTE", 4) == 0 || memcmp(type, "tRNS", 4) == 0;
+    if (used && (s = check_crc(path, chunk, length, "corrupt image", e)) != TTP_OK) break;
     if (memcmp(type, "IEND", 4) == 0) break;
     if (memcmp(type, "IDAT", 4) == 0) {
       if (g->colour == 3 && !g->palette_len) {
@@ -268,8 +307,8 @@ static ttp_status read_chunks(png* g, const uint8_t* bytes, size_t size, uint8_t
       s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (Apple's CgBI PNG, not a standard one)", path);
       break;
     } else if (!(type[0] & 0x20)) { /* a critical chunk this reader does not know */
-      s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (PNG chunk %.4s unknown)", path,
-              (const char*)type);
+      s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (PNG chunk %s unknown)", path,
+              type_text(type, text));
       break;
     }
   }
@@ -302,6 +341,9 @@ ttp_status io_png_decode(const uint8_t* bytes, size_t size, const char* path, in
                "%s: unreadable image header (PNG colour type %d, bit depth %d, methods %d %d %d)",
                path, g.colour, g.depth, ihdr[18], ihdr[19], g.interlaced);
   TRY(io_check_size(path, "PNG", g.w, g.h, g.colour == 3 ? 4 : g.samples, max_w, max_h, e));
+  /* IHDR's CRC after what it declares: a header that asks for what is refused anyway (a size
+     over the caller's limit above all) is refused for that, in the caller's terms. */
+  TRY(check_crc(path, ihdr, 13, "unreadable image header", e));
   size_t expected = raw_size(&g);
   uint8_t* raw = malloc(expected);
   if (!raw) return ERR_NOMEM(e, expected);

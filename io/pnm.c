@@ -28,10 +28,20 @@ static void skip_space_and_comments(pnm_cursor* c) {
   }
 }
 
-/* A decimal header number of 1..PNM_MAX_NUMBER, followed by whitespace or a comment. */
+/* A decimal header number of 1..PNM_MAX_NUMBER, followed by whitespace or a comment. One
+   written with a sign is refused as such, its first digits in the message. */
 static ttp_status read_number(pnm_cursor* c, const char* path, const char* what, int* value,
                               ttp_err* e) {
   skip_space_and_comments(c);
+  if (c->p < c->end && (*c->p == '-' || *c->p == '+')) {
+    const uint8_t* q = c->p + 1;
+    while (q < c->end && isdigit(*q) && q - c->p <= 10) q++;
+    int n = (int)(q - c->p), more = q < c->end && isdigit(*q);
+    if (n == 1) return ERR(e, TTP_ERR_FORMAT, "%s: PNM header: %s is not a number", path, what);
+    return ERR(e, TTP_ERR_FORMAT, "%s: PNM header: %s %.*s%s %s", path, what, n,
+               (const char*)c->p, more ? "..." : "",
+               *c->p == '-' ? "is not a positive number" : "has a sign (PNM numbers are digits)");
+  }
   long v = 0;
   const uint8_t* start = c->p;
   while (c->p < c->end && isdigit(*c->p) && v <= PNM_MAX_NUMBER) v = v * 10 + (*c->p++ - '0');

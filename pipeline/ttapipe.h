@@ -550,7 +550,7 @@ ttp_status ttp_read_idx_labels(const char* path, uint8_t** labels, size_t* count
 /* ---- Image files ---------------------------------------------------------------------------- *
  * ttp_load_image turns an image file into the model's input, in this order:
  *   1. the file is read whole (at most max_file_bytes); its format comes from its first bytes:
- *      PNG (Debian's stb_image, behind ttapipe's own checks of the file's structure and sizes),
+ *      PNG (ttapipe's own reader, with zlib; the CRC of every chunk it reads checked),
  *      JPEG (Debian's libjpeg-turbo; a file libjpeg warns about is refused), BMP or binary PNM
  *      (P5 grey, P6 colour; ttapipe's own readers); its declared size is checked against
  *      max_width x max_height before anything is decoded; images are never flipped. A file that

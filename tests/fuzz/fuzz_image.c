@@ -7,12 +7,22 @@
    centring or three planes (RGB), and an output of 1..48 rows by 1..48 columns. Decoders ignore bytes after an image's end, so a seed keeps
    its image whole and still picks its options (tests/fuzz/make_corpus.c appends them).
 
+   The PNG reader checks each chunk's CRC, which a mutated byte almost never leaves right: for an
+   input of an odd number of bytes, fuzz_png decodes a copy with every chunk's CRC made right
+   (the chunks walked from the signature to IEND, or to one that does not fit), so that about
+   half of the inputs reach what lies behind the check and the rest fuzz the check. The size
+   chooses rather than an option byte: the option bytes' unused bits are 0 in every seed (their
+   mutants would seldom change sides) and their used bits would tie the choice to an option;
+   the seeds' sizes are odd and even alike, and inserting or erasing a byte changes sides.
+
    Beyond what the sanitizers see, each input checks: a failure is one line naming the file; a
    success writes every output byte the same way twice (the output is poisoned differently
    before each run, and decoding anew must not depend on what memory held before). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <zlib.h>
 
 #include "fuzz.h"
 #include "io/image.h"
@@ -48,6 +58,22 @@ static int is_format(const uint8_t* data, size_t size) {
   return 0;
 }
 
+/* Writes the right CRC after each chunk of a PNG, up to IEND or a chunk longer than what is
+   left. */
+static void png_fix_crcs(uint8_t* png, size_t size) {
+  for (size_t at = 8; size - at >= 12;) {
+    uint32_t length = (uint32_t)png[at] << 24 | (uint32_t)png[at + 1] << 16 |
+                      (uint32_t)png[at + 2] << 8 | png[at + 3];
+    if (length > size - at - 12) return;
+    uint32_t crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), png + at + 4, (uInt)length + 4);
+    uint8_t* out = png + at + 8 + length;
+    out[0] = (uint8_t)(crc >> 24), out[1] = (uint8_t)(crc >> 16), out[2] = (uint8_t)(crc >> 8);
+    out[3] = (uint8_t)crc;
+    if (memcmp(png + at + 4, "IEND", 4) == 0) return;
+    at += 12 + (size_t)length;
+  }
+}
+
 static ttp_status load(const uint8_t* data, size_t size, const ttp_image_options* o, int rows,
                        int cols, uint8_t* out, ttp_err* e) {
   *e = (ttp_err){0};
@@ -64,6 +90,14 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.center = o.channels == 1 ? (ttp_center)(tail[1] % 2) : TTP_CENTER_NONE;
   o.max_width = o.max_height = FUZZ_MAX_SIDE;
   int rows = 1 + tail[2] % FUZZ_MAX_OUT, cols = 1 + tail[3] % FUZZ_MAX_OUT;
+  uint8_t* fixed = NULL;
+  if (strcmp(FUZZ_FORMAT, "png") == 0 && size % 2) {
+    fixed = malloc(size);
+    FUZZ_ASSERT(fixed, "out of memory copying %zu bytes", size);
+    memcpy(fixed, data, size);
+    png_fix_crcs(fixed, size);
+    data = fixed;
+  }
 
   static uint8_t first[3 * FUZZ_MAX_OUT * FUZZ_MAX_OUT], second[3 * FUZZ_MAX_OUT * FUZZ_MAX_OUT];
   size_t n = (size_t)o.channels * rows * cols;
@@ -77,10 +111,11 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 (int)s, e.message);
     FUZZ_ASSERT(s != TTP_ERR_FORMAT || strstr(e.message, "fuzz-input"),
                 "the message does not name the file: %s", e.message);
-    return 0;
+  } else {
+    ttp_status again = load(data, size, &o, rows, cols, second, &e);
+    FUZZ_ASSERT(again == TTP_OK, "decoded once, then refused: %s", e.message);
+    FUZZ_ASSERT(memcmp(first, second, n) == 0, "two decodings of the same bytes differ");
   }
-  ttp_status again = load(data, size, &o, rows, cols, second, &e);
-  FUZZ_ASSERT(again == TTP_OK, "decoded once, then refused: %s", e.message);
-  FUZZ_ASSERT(memcmp(first, second, n) == 0, "two decodings of the same bytes differ");
+  free(fixed);
   return 0;
 }

@@ -1,14 +1,19 @@
 /* The image decoders one by one, beyond what test_images checks through ttp_load_image:
    - BMP (io/bmp.c): every header, bit depth and compression gives back the pixels written, bit
      masks widened as stb_image widened them (a 5-bit channel repeats its top bits), alpha
-     where a mask says so, an alpha channel of zeros taken as opaque; and broken files refused
-     with their reason: an index beyond the palette, cut pixel data, an offset inside the
-     headers, masks that are not one run of bits, RLE past the image or stored top-down;
+     where a mask says so (32-bit BI_RGB: blue, green, red, the fourth byte unused unless a V4
+     or V5 header gives an alpha mask), an alpha channel of zeros taken as opaque; and broken
+     files refused with their reason: an index beyond the palette, cut pixel data, an offset
+     inside the headers, masks that are not one run of bits, RLE stored top-down or past the
+     image (pixels, ends of line after the last row's, moves), where an end of line after the
+     last row and a move inside the image are read;
    - JPEG (io/jpeg.c, libjpeg-turbo): CMYK to RGB, progressive and arithmetic files near their
      source, bytes after the end ignored, a cut file and a file of more than 500 scans refused;
-   - PNG (io/png.c): image data shorter than its header, a chunk longer than the file and an
-     IHDR of a colour type and bit depth that do not go together refused; image data longer
-     than its header, and bytes after IEND, ignored;
+   - PNG (io/png.c): image data shorter than its header, a chunk longer than the file, an IHDR
+     of a colour type and bit depth that do not go together, and a wrong CRC on any chunk the
+     reader reads refused (an ancillary chunk's is not read); image data longer than its header,
+     and bytes after IEND, ignored; a chunk type's unprintable bytes written as \xHH;
+   - PNM (io/pnm.c): a header number written with a sign refused as such;
    - preprocessing's shortcut for a grey image already of the model's size gives the bytes of
      the general path. */
 #include <math.h>
@@ -75,16 +80,18 @@ static void check_bmp(const char* what, fixture_bmp_spec s, test_rng* rng, int z
   uint8_t* file;
   size_t size = fixture_bmp_bytes(&s, pixels, &file);
   io_raster r = decode(file, size, what);
-  /* An alpha channel: 32-bit pixels without masks (the top byte), or an alpha mask that the
-     file carries (BI_ALPHABITFIELDS, or a V3 header and longer). */
+  /* An alpha channel only where the file carries an alpha mask: bit fields (BI_ALPHABITFIELDS,
+     or a V3 header and longer), or 32-bit BI_RGB with a V4 or V5 header (its own mask field);
+     BI_RGB's fourth byte is otherwise unused. */
   int carries_alpha = s.masks[3] && (s.compression == 6 || s.header >= 56);
-  int alpha = s.bits == 16 || s.bits == 32 ? (s.compression == 0 ? s.bits == 32 : carries_alpha) : 0;
+  int rgb_alpha = s.bits == 32 && s.masks[3] && s.header >= 108;
+  int alpha = s.bits == 16 || s.bits == 32 ? (s.compression == 0 ? rgb_alpha : carries_alpha) : 0;
   CHECK(r.width == s.w && r.height == s.h && r.channels == 3 + alpha, "%s: %dx%dx%d", what,
         r.width, r.height, r.channels);
   uint32_t masks[4] = {s.masks[0], s.masks[1], s.masks[2], s.masks[3]};
   if (s.compression == 0 && s.bits == 16) masks[0] = 0x7c00, masks[1] = 0x3e0, masks[2] = 0x1f;
   if (s.compression == 0 && s.bits == 32)
-    masks[0] = 0xff0000, masks[1] = 0xff00, masks[2] = 0xff, masks[3] = 0xff000000;
+    masks[0] = 0xff0000, masks[1] = 0xff00, masks[2] = 0xff, masks[3] = rgb_alpha ? s.masks[3] : 0;
   for (size_t i = 0; i < n; i++) {
     uint8_t want[4];
     if (palette) {
@@ -126,8 +133,10 @@ static void test_bmp(test_rng* rng) {
       {"24-bit", {27, 21, 24, 40, 0, 0, 0, {0}}, 0},
       {"24-bit, core header", {11, 6, 24, 12, 0, 0, 0, {0}}, 0},
       {"24-bit, top-down", {9, 30, 24, 40, 0, 1, 0, {0}}, 0},
-      {"32-bit with alpha", {14, 12, 32, 40, 0, 0, 0, {0xff0000, 0xff00, 0xff, 0xff000000}}, 0},
-      {"32-bit, alpha all 0", {14, 12, 32, 40, 0, 0, 0, {0xff0000, 0xff00, 0xff, 0xff000000}}, 1},
+      {"32-bit, fourth byte unused", {14, 12, 32, 40, 0, 0, 0, {0xff0000, 0xff00, 0xff, 0xff000000}}, 0},
+      {"32-bit, V5 header, alpha", {11, 6, 32, 124, 0, 0, 0, {0xff0000, 0xff00, 0xff, 0xff000000}}, 0},
+      {"32-bit, alpha bit fields", {13, 7, 32, 40, 6, 0, 0, {0xff0000, 0xff00, 0xff, 0xff000000}}, 0},
+      {"32-bit, alpha bit fields all 0", {14, 12, 32, 40, 6, 0, 0, {0xff0000, 0xff00, 0xff, 0xff000000}}, 1},
       {"32-bit bit fields, blue high", {10, 10, 32, 40, 3, 0, 0, {0xff, 0xff00, 0xff0000, 0}}, 0},
       {"32-bit 10-10-10-2, V2 header",
        {6, 7, 32, 52, 3, 1, 0, {0x3ff00000, 0x000ffc00, 0x000003ff, 0xc0000000}}, 0},
@@ -187,6 +196,99 @@ static void test_bmp(test_rng* rng) {
   expect_refused(bad, size, "rle_long.bmp", "RLE pixels beyond the image");
   expect_refused(good, size - 2, "rle_cut.bmp", "RLE data ends before its end marker");
   free(good), free(bad);
+}
+
+/* 32-bit BI_RGB: blue, green, red and a fourth byte that is unused (here random and never 0),
+   unless a V4 or V5 header's alpha mask field says it is alpha; the mask field of a V3 header
+   is not read with BI_RGB, nor a V5 one that is 0. */
+static void test_bmp_32bit_rgb(test_rng* rng) {
+  enum { W = 13, H = 7 };
+  uint8_t rgba[W * H * 4];
+  for (int i = 0; i < W * H * 4; i++) rgba[i] = (uint8_t)test_int(rng, i % 4 == 3 ? 1 : 0, 255);
+  static const struct {
+    int header, zero_mask_field, alpha;
+  } cases[] = {{40, 0, 0}, {56, 0, 0}, {108, 0, 1}, {124, 0, 1}, {124, 1, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    fixture_bmp_spec s = {W, H, 32, cases[k].header, 0, 0, 0, {0xff0000, 0xff00, 0xff, 0xff000000}};
+    uint8_t* file;
+    size_t size = fixture_bmp_bytes(&s, rgba, &file);
+    if (cases[k].zero_mask_field) memset(file + 14 + 52, 0, 4); /* the header's alpha mask */
+    char what[64];
+    snprintf(what, sizeof what, "32-bit BI_RGB, %d-byte header%s", cases[k].header,
+             cases[k].zero_mask_field ? ", alpha mask 0" : "");
+    io_raster r = decode(file, size, what);
+    CHECK(r.width == W && r.height == H && r.channels == 3 + cases[k].alpha, "%s: %dx%dx%d", what,
+          r.width, r.height, r.channels);
+    for (int i = 0; i < W * H; i++)
+      for (int c = 0; c < r.channels; c++)
+        CHECK(r.data[i * r.channels + c] == rgba[4 * i + c], "%s: pixel %d channel %d is %d, want %d",
+              what, i, c, r.data[i * r.channels + c], rgba[4 * i + c]);
+    io_raster_free(&r);
+    free(file);
+  }
+}
+
+/* A copy of file's first keep bytes followed by stream (n bytes); *out is malloc'd. */
+static size_t bmp_with_stream(const uint8_t* file, size_t keep, const void* stream, size_t n,
+                              uint8_t** out) {
+  *out = malloc(keep + n);
+  memcpy(*out, file, keep);
+  memcpy(*out + keep, stream, n);
+  return keep + n;
+}
+
+/* RLE8 streams against the image's bounds: an end of line after the last row, then the end of
+   the bitmap, is what common writers do and is read; a move inside the image is read; 100,000
+   ends of line past the image, or a move past its width or its rows, are refused. */
+static void test_bmp_rle_bounds(test_rng* rng) {
+  enum { W = 13, H = 7, COLOURS = 9 };
+  uint8_t idx[W * H];
+  for (int i = 0; i < W * H; i++) idx[i] = (uint8_t)(i % 4 == 1 ? idx[i - 1] : test_int(rng, 1, COLOURS - 1));
+  fixture_bmp_spec s = {W, H, 8, 40, 1, 0, COLOURS, {0}};
+  uint8_t* good;
+  size_t size = fixture_bmp_bytes(&s, idx, &good);
+  CHECK(good[size - 2] == 0 && good[size - 1] == 1, "the RLE8 writer no longer ends with end of bitmap");
+  size_t last = size - 2;                            /* the stream up to its end of bitmap */
+  size_t offset = good[10] | (size_t)good[11] << 8; /* the pixels' offset (under 64 KiB here) */
+
+  uint8_t* file;
+  size_t n = bmp_with_stream(good, last, "\0\0\0\1", 4, &file);
+  io_raster r = decode(file, n, "rle_eol_eob.bmp");
+  CHECK(r.width == W && r.height == H && r.channels == 3, "EOL, EOB: %dx%dx%d", r.width, r.height,
+        r.channels);
+  for (int i = 0; i < W * H; i++) {
+    uint8_t want[3];
+    fixture_bmp_palette(idx[i], want);
+    CHECK(memcmp(r.data + 3 * i, want, 3) == 0, "EOL, EOB: pixel %d differs", i);
+  }
+  io_raster_free(&r);
+  free(file);
+
+  /* From the bottom row up: move 5 right and 3 up, 3 pixels of colour 2, end of bitmap. */
+  n = bmp_with_stream(good, offset, "\0\2\5\3\3\2\0\1", 8, &file);
+  r = decode(file, n, "rle_move.bmp");
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) {
+      uint8_t want[3];
+      fixture_bmp_palette(y == H - 1 - 3 && x >= 5 && x < 8 ? 2 : 0, want);
+      CHECK(memcmp(r.data + 3 * (y * W + x), want, 3) == 0, "RLE move: pixel (%d, %d) differs", x, y);
+    }
+  io_raster_free(&r);
+  free(file);
+
+  enum { EOLS = 100000 };
+  uint8_t* eols = calloc(2 * EOLS + 2, 1);
+  eols[2 * EOLS + 1] = 1;
+  n = bmp_with_stream(good, last, eols, 2 * EOLS + 2, &file);
+  expect_refused(file, n, "rle_eols.bmp", "corrupt image (BMP RLE end of line beyond the image's 7 rows)");
+  free(file), free(eols);
+  /* After the last row: 5 rows up, or 255 columns right. */
+  n = bmp_with_stream(good, last, "\0\2\0\5\0\1", 6, &file);
+  expect_refused(file, n, "rle_up.bmp", "corrupt image (BMP RLE move to column 13, row 11, beyond the 13 x 7 image)");
+  free(file);
+  n = bmp_with_stream(good, last, "\0\2\377\0\0\1", 6, &file);
+  expect_refused(file, n, "rle_right.bmp", "corrupt image (BMP RLE move to column 268, row 6, beyond");
+  free(file), free(good);
 }
 
 /* ---- JPEG ------------------------------------------------------------------------------------ */
@@ -254,29 +356,45 @@ static void test_jpeg(test_rng* rng) {
 
 /* ---- PNG ------------------------------------------------------------------------------------- */
 
-/* A PNG of an IHDR and one IDAT of data (CRCs left 0: neither ttapipe nor stb reads them). */
-static size_t png_file(uint32_t w, uint32_t h, int depth, int colour, const uint8_t* data,
-                       size_t n, uint8_t* out) {
+typedef struct png_chunk {
+  const char* type; /* 4 bytes, any */
+  const uint8_t* data;
+  size_t n;
+} png_chunk;
+
+/* A PNG of the signature and these chunks, each with its right CRC. Returns its size. */
+static size_t png_chunks(const png_chunk* chunks, int count, uint8_t* out) {
   static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   size_t at = 0;
   memcpy(out, signature, 8), at += 8;
-  uint8_t ihdr[13] = {(uint8_t)(w >> 24), (uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w,
-                      (uint8_t)(h >> 24), (uint8_t)(h >> 16), (uint8_t)(h >> 8), (uint8_t)h,
-                      (uint8_t)depth, (uint8_t)colour, 0, 0, 0};
-  const struct {
-    const char* type;
-    const uint8_t* data;
-    size_t n;
-  } chunks[] = {{"IHDR", ihdr, 13}, {"IDAT", data, n}, {"IEND", NULL, 0}};
-  for (int c = 0; c < 3; c++) {
+  for (int c = 0; c < count; c++) {
     size_t len = chunks[c].n;
     uint8_t head[8] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len};
     memcpy(head + 4, chunks[c].type, 4);
     memcpy(out + at, head, 8), at += 8;
     if (len) memcpy(out + at, chunks[c].data, len), at += len;
-    memset(out + at, 0, 4), at += 4;
+    uint32_t crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), out + at - len - 4, (uInt)(len + 4));
+    uint8_t tail[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8), (uint8_t)crc};
+    memcpy(out + at, tail, 4), at += 4;
   }
   return at;
+}
+
+/* IHDR's 13 bytes: w x h, bit depth, colour type, the methods 0 and no interlacing. */
+static void png_ihdr(uint32_t w, uint32_t h, int depth, int colour, uint8_t ihdr[13]) {
+  const uint8_t v[13] = {(uint8_t)(w >> 24), (uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w,
+                         (uint8_t)(h >> 24), (uint8_t)(h >> 16), (uint8_t)(h >> 8), (uint8_t)h,
+                         (uint8_t)depth, (uint8_t)colour, 0, 0, 0};
+  memcpy(ihdr, v, 13);
+}
+
+/* A PNG of an IHDR and one IDAT of data. */
+static size_t png_file(uint32_t w, uint32_t h, int depth, int colour, const uint8_t* data,
+                       size_t n, uint8_t* out) {
+  uint8_t ihdr[13];
+  png_ihdr(w, h, depth, colour, ihdr);
+  const png_chunk chunks[] = {{"IHDR", ihdr, 13}, {"IDAT", data, n}, {"IEND", NULL, 0}};
+  return png_chunks(chunks, 3, out);
 }
 
 static void test_png(test_rng* rng) {
@@ -329,6 +447,118 @@ static void test_png(test_rng* rng) {
   expect_refused(file, size, "huge_rgba.png", "image is 60000x60000, larger than the 8192x8192");
 }
 
+/* CRCs: a 13 x 7 palette image with tRNS, its data in two IDAT chunks and a tEXt chunk among
+   them, decodes; one byte of the CRC of any chunk the reader reads (IHDR, PLTE, tRNS, either
+   IDAT, IEND) flipped, it is refused naming that chunk and both CRCs; the tEXt chunk's CRC is
+   not read. A chunk type of bytes outside printable ASCII is written as \xHH in a message. */
+static void test_png_crc(test_rng* rng) {
+  enum { W = 13, H = 7, COLOURS = 5 };
+  static uint8_t raw[H * (W + 1)], packed[1024], file[4096];
+  uint8_t ihdr[13], plte[3 * COLOURS], trns[COLOURS];
+  png_ihdr(W, H, 8, 3, ihdr);
+  for (int i = 0; i < 3 * COLOURS; i++) plte[i] = (uint8_t)test_int(rng, 0, 255);
+  for (int i = 0; i < COLOURS; i++) trns[i] = (uint8_t)test_int(rng, 1, 254);
+  for (int y = 0; y < H; y++) {
+    raw[y * (W + 1)] = 0;
+    for (int x = 0; x < W; x++) raw[y * (W + 1) + 1 + x] = (uint8_t)test_int(rng, 1, COLOURS - 1);
+  }
+  uLongf n = sizeof packed;
+  CHECK(compress2(packed, &n, raw, sizeof raw, 9) == Z_OK, "zlib");
+  const png_chunk chunks[] = {{"IHDR", ihdr, 13},
+                              {"PLTE", plte, sizeof plte},
+                              {"tRNS", trns, sizeof trns},
+                              {"IDAT", packed, n / 2},
+                              {"tEXt", (const uint8_t*)"Comment\0crc", 11},
+                              {"IDAT", packed + n / 2, n - n / 2},
+                              {"IEND", NULL, 0}};
+  enum { CHUNKS = sizeof chunks / sizeof chunks[0] };
+  size_t size = png_chunks(chunks, CHUNKS, file);
+  io_raster r = decode(file, size, "crc.png");
+  CHECK(r.width == W && r.height == H && r.channels == 4, "crc.png: %dx%dx%d", r.width, r.height,
+        r.channels);
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) {
+      int k = raw[y * (W + 1) + 1 + x];
+      const uint8_t want[4] = {plte[3 * k], plte[3 * k + 1], plte[3 * k + 2], trns[k]};
+      CHECK(memcmp(r.data + 4 * (y * W + x), want, 4) == 0, "crc.png: pixel (%d, %d) differs", x, y);
+    }
+  size_t at = 8;
+  for (int c = 0; c < CHUNKS; c++) {
+    size_t crc_at = at + 8 + chunks[c].n;
+    at = crc_at + 4;
+    static uint8_t bad[4096];
+    memcpy(bad, file, size);
+    bad[crc_at + (size_t)c % 4] ^= 0x10;
+    char what[32];
+    snprintf(what, sizeof what, "crc_%d_%.4s.png", c, chunks[c].type);
+    if (memcmp(chunks[c].type, "tEXt", 4) == 0) { /* skipped unread */
+      io_raster t = decode(bad, size, what);
+      CHECK(memcmp(t.data, r.data, (size_t)W * H * 4) == 0, "%s: the pixels differ", what);
+      io_raster_free(&t);
+      continue;
+    }
+    uint32_t stored = (uint32_t)bad[crc_at] << 24 | (uint32_t)bad[crc_at + 1] << 16 |
+                      (uint32_t)bad[crc_at + 2] << 8 | bad[crc_at + 3];
+    uint32_t right = stored ^ (0x10u << (8 * (3 - c % 4)));
+    char fragment[160];
+    snprintf(fragment, sizeof fragment, "%s (PNG chunk %.4s: CRC 0x%08x where the data gives 0x%08x)",
+             c == 0 ? "unreadable image header" : "corrupt image", chunks[c].type, stored, right);
+    expect_refused(bad, size, what, fragment);
+  }
+  io_raster_free(&r);
+
+  /* An unknown critical chunk whose type holds ESC; a chunk of type 0 0 0 0 longer than the
+     file. */
+  const png_chunk esc[] = {{"IHDR", ihdr, 13}, {"\x1bXYZ", plte, 3}, {"IEND", NULL, 0}};
+  size = png_chunks(esc, 3, file);
+  const png_chunk nul[] = {{"IHDR", ihdr, 13}, {"\0\0\0\0", plte, sizeof plte}};
+  size_t nul_size = png_chunks(nul, 2, file + size) - 1;
+  const struct {
+    const uint8_t* bytes;
+    size_t size;
+    const char* fragment;
+  } odd[] = {{file, size, "corrupt image (PNG chunk \\x1bXYZ unknown)"},
+             {file + size, nul_size, "corrupt image (truncated PNG: chunk \\x00\\x00\\x00\\x00 of 15 bytes"}};
+  for (int k = 0; k < 2; k++) {
+    io_raster t;
+    ttp_err e = {0};
+    CHECK(io_decode(odd[k].bytes, odd[k].size, "odd.png", 8192, 8192, &t, &e) == TTP_ERR_FORMAT,
+          "odd chunk type %d: accepted", k);
+    EXPECT_MESSAGE(e.message, "odd.png", odd[k].fragment);
+    for (const char* m = e.message; *m; m++)
+      CHECK((unsigned char)*m >= 0x20, "odd chunk type %d: byte 0x%02x in the message", k,
+            (unsigned char)*m);
+  }
+}
+
+/* ---- PNM ------------------------------------------------------------------------------------- */
+
+/* A width, height or maxval written with a sign is refused as what it is, not as missing. */
+static void test_pnm_sign(test_rng* rng) {
+  static const struct {
+    const char* header;
+    const char* fragment;
+  } cases[] = {
+      {"P5\n-28 28\n255\n", "PNM header: width -28 is not a positive number"},
+      {"P5\n13 -7\n255\n", "PNM header: height -7 is not a positive number"},
+      {"P6 13 7 +255\n", "PNM header: maxval +255 has a sign"},
+      {"P5\n-12345678901234 7\n255\n", "PNM header: width -1234567890... is not a positive number"},
+      {"P5\n13 - 7\n255\n", "PNM header: height is not a number"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    uint8_t file[64 + 28 * 28 * 3];
+    size_t n = strlen(cases[k].header);
+    memcpy(file, cases[k].header, n);
+    for (int i = 0; i < 28 * 28 * 3; i++) file[n + i] = (uint8_t)test_int(rng, 1, 255);
+    io_raster r;
+    ttp_err e = {0};
+    CHECK(io_decode(file, n + 28 * 28 * 3, "signed.pnm", 8192, 8192, &r, &e) == TTP_ERR_FORMAT,
+          "%s: accepted", cases[k].header);
+    EXPECT_MESSAGE(e.message, "signed.pnm", cases[k].fragment);
+    CHECK(!strstr(e.message, "missing"), "%s", e.message);
+  }
+}
+
 /* ---- preprocessing: the grey image that is already the right size ----------------------------- */
 
 /* io_preprocess's shortcut for a grey image of the model's size against its general path: the
@@ -361,8 +591,12 @@ int main(void) {
   test_rng rng = {1234};
   test_exact_size(&rng);
   test_bmp(&rng);
+  test_bmp_32bit_rgb(&rng);
+  test_bmp_rle_bounds(&rng);
   test_jpeg(&rng);
   test_png(&rng);
-  printf("decoders: BMP variants exact, JPEG and PNG guards hold\n");
+  test_png_crc(&rng);
+  test_pnm_sign(&rng);
+  printf("decoders: BMP variants exact, JPEG, PNG and PNM guards hold\n");
   return 0;
 }
