@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "image.h"
+#include "shrink.h"
 
 enum { BI_RGB = 0, BI_RLE8 = 1, BI_RLE4 = 2, BI_BITFIELDS = 3, BI_ALPHABITFIELDS = 6 };
 
@@ -74,61 +75,102 @@ static ttp_status palette_pixel(const bmp_image* b, unsigned index, uint8_t* out
   return TTP_OK;
 }
 
-static ttp_status read_rows(const bmp_image* b, uint8_t* out, ttp_err* e) {
+/* Row r of the file (bottom-up unless top_down) into px: width pixels of b->channels bytes.
+   *alpha_seen: set when a pixel's alpha is not 0. */
+static ttp_status decode_row(const bmp_image* b, int r, uint8_t* px, int* alpha_seen, ttp_err* e) {
+  const size_t row_bytes = ((size_t)b->width * b->bits + 31) / 32 * 4;
+  const uint8_t* row = b->bytes + b->offset + (size_t)r * row_bytes;
+  for (int x = 0; x < b->width; x++, px += b->channels) {
+    if (b->bits <= 8) {
+      size_t bit = (size_t)x * b->bits;
+      unsigned index = row[bit / 8] >> (8 - b->bits - bit % 8) & ((1u << b->bits) - 1);
+      TRY(palette_pixel(b, index, px, e));
+    } else if (b->bits == 24) {
+      px[0] = row[3 * x + 2], px[1] = row[3 * x + 1], px[2] = row[3 * x];
+    } else {
+      uint32_t v = b->bits == 16 ? le16(row + 2 * x) : le32(row + 4 * x);
+      for (int c = 0; c < b->channels; c++) px[c] = channel_value(&b->mask[c], v);
+      if (b->channels == 4) *alpha_seen |= px[3];
+    }
+  }
+  return TTP_OK;
+}
+
+/* Every row, into out's full-size data (factor 1) or averaged into boxes (shrink.h). */
+static ttp_status read_rows(const bmp_image* b, int factor, io_raster* out, ttp_err* e) {
   size_t row_bytes = ((size_t)b->width * b->bits + 31) / 32 * 4;
   if (b->size - b->offset < row_bytes * b->height)
     return ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (truncated BMP: %zu bytes of pixels expected, %zu present)",
                b->path, row_bytes * b->height, b->size - b->offset);
   int alpha_seen = 0;
-  for (int r = 0; r < b->height; r++) {
-    const uint8_t* row = b->bytes + b->offset + (size_t)r * row_bytes;
-    int y = b->top_down ? r : b->height - 1 - r;
-    uint8_t* px = out + (size_t)y * b->width * b->channels;
-    for (int x = 0; x < b->width; x++, px += b->channels) {
-      if (b->bits <= 8) {
-        size_t bit = (size_t)x * b->bits;
-        unsigned index = row[bit / 8] >> (8 - b->bits - bit % 8) & ((1u << b->bits) - 1);
-        TRY(palette_pixel(b, index, px, e));
-      } else if (b->bits == 24) {
-        px[0] = row[3 * x + 2], px[1] = row[3 * x + 1], px[2] = row[3 * x];
-      } else {
-        uint32_t v = b->bits == 16 ? le16(row + 2 * x) : le32(row + 4 * x);
-        for (int c = 0; c < b->channels; c++) px[c] = channel_value(&b->mask[c], v);
-        if (b->channels == 4) alpha_seen |= px[3];
-      }
+  const size_t line = (size_t)b->width * b->channels;
+  if (factor == 1) {
+    if (!(out->data = malloc(line * b->height))) return ERR_NOMEM(e, line * b->height);
+    for (int r = 0; r < b->height; r++) {
+      int y = b->top_down ? r : b->height - 1 - r;
+      TRY(decode_row(b, r, out->data + (size_t)y * line, &alpha_seen, e));
     }
+    if (b->channels == 4 && !alpha_seen) /* an unused alpha channel: opaque */
+      for (size_t i = 3; i < line * b->height; i += 4) out->data[i] = 255;
+    out->width = b->width, out->height = b->height, out->channels = b->channels;
+    return TTP_OK;
   }
-  if (b->channels == 4 && !alpha_seen) /* an unused alpha channel: opaque */
-    for (size_t i = 3; i < (size_t)b->width * b->height * 4; i += 4) out[i] = 255;
+  io_shrink shrink;
+  uint8_t* px = malloc(line);
+  if (!px) return ERR_NOMEM(e, line);
+  ttp_status s = io_shrink_open(&shrink, b->width, b->height, b->channels, factor, 1, 0, e);
+  for (int r = 0; r < b->height && s == TTP_OK; r++)
+    if ((s = decode_row(b, r, px, &alpha_seen, e)) == TTP_OK)
+      io_shrink_row(&shrink, b->top_down ? r : b->height - 1 - r, 0, 1, px, b->width);
+  free(px);
+  if (s == TTP_OK) return io_shrink_finish(&shrink, NULL, out, e);
+  io_shrink_free(&shrink);
+  return s;
+}
+
+/* Where read_rle puts its pixels: out's full-size data, or box sums (shrink.h). */
+typedef struct rle_out {
+  const bmp_image* b;
+  uint8_t* data;     /* factor 1 */
+  io_shrink* shrink; /* else */
+} rle_out;
+
+/* n palette indices (index(k)), from column x of row y (rows from the bottom). */
+static ttp_status rle_put(rle_out* o, int x, int y, const uint8_t* indices, unsigned n, ttp_err* e) {
+  const bmp_image* b = o->b;
+  if (x + (long)n > b->width || y >= b->height)
+    return ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (BMP RLE pixels beyond the image)", b->path);
+  uint8_t px[255 * 3];
+  uint8_t* at = o->data ? o->data + ((size_t)(b->height - 1 - y) * b->width + x) * 3 : px;
+  for (unsigned k = 0; k < n; k++) TRY(palette_pixel(b, indices[k], at + 3 * k, e));
+  if (!o->data) io_shrink_row(o->shrink, b->height - 1 - y, x, 1, px, (int)n);
   return TTP_OK;
 }
 
 /* RLE8 and RLE4 (bottom-up): runs of one index (RLE4: two alternating), literal stretches
    padded to 16 bits, end of line, end of bitmap, and moves right and up. */
-static ttp_status read_rle(const bmp_image* b, uint8_t* out, ttp_err* e) {
+static ttp_status read_rle(const bmp_image* b, rle_out* o, ttp_err* e) {
   uint8_t background[3];
   TRY(palette_pixel(b, 0, background, e));
-  for (size_t i = 0; i < (size_t)b->width * b->height; i++) memcpy(out + 3 * i, background, 3);
+  if (o->data)
+    for (size_t i = 0; i < (size_t)b->width * b->height; i++) memcpy(o->data + 3 * i, background, 3);
   const uint8_t* p = b->bytes + b->offset;
   const uint8_t* end = b->bytes + b->size;
+  uint8_t indices[255];
   int x = 0, y = 0, rle4 = b->compression == BI_RLE4; /* y: rows from the bottom */
 #define RLE_NEED(n)                                                                            \
   if (end - p < (n))                                                                           \
   return ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (truncated BMP: RLE data ends before its end marker)", \
              b->path)
-#define RLE_PUT(index)                                                                         \
-  do {                                                                                         \
-    if (x >= b->width || y >= b->height)                                                       \
-      return ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (BMP RLE pixels beyond the image)", b->path); \
-    TRY(palette_pixel(b, (index), out + ((size_t)(b->height - 1 - y) * b->width + x) * 3, e));  \
-    x++;                                                                                       \
-  } while (0)
   for (;;) {
     RLE_NEED(2);
     unsigned count = p[0], value = p[1];
     p += 2;
     if (count > 0) { /* a run */
-      for (unsigned k = 0; k < count; k++) RLE_PUT(rle4 ? (k % 2 ? value & 15 : value >> 4) : value);
+      for (unsigned k = 0; k < count; k++)
+        indices[k] = (uint8_t)(rle4 ? (k % 2 ? value & 15 : value >> 4) : value);
+      TRY(rle_put(o, x, y, indices, count, e));
+      x += (int)count;
     } else if (value == 0) { /* end of line; the last row's may end the stream, no more */
       if (y >= b->height)
         return ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (BMP RLE end of line beyond the image's "
@@ -146,16 +188,40 @@ static ttp_status read_rle(const bmp_image* b, uint8_t* out, ttp_err* e) {
     } else { /* value literal indices, padded to a whole number of 16-bit words */
       size_t bytes = rle4 ? (value + 1) / 2 : value;
       RLE_NEED((ptrdiff_t)(bytes + bytes % 2));
-      for (unsigned k = 0; k < value; k++) RLE_PUT(rle4 ? (k % 2 ? p[k / 2] & 15 : p[k / 2] >> 4) : p[k]);
+      for (unsigned k = 0; k < value; k++)
+        indices[k] = (uint8_t)(rle4 ? (k % 2 ? p[k / 2] & 15 : p[k / 2] >> 4) : p[k]);
+      TRY(rle_put(o, x, y, indices, value, e));
+      x += (int)value;
       p += bytes + bytes % 2;
     }
   }
 #undef RLE_NEED
-#undef RLE_PUT
 }
 
-ttp_status io_bmp_decode(const uint8_t* bytes, size_t size, const char* path, int max_w,
-                         int max_h, io_raster* out, ttp_err* e) {
+/* RLE pixels into out's full-size data (factor 1) or box sums, where the pixels the stream
+   skips take palette entry 0. */
+static ttp_status read_rle_image(const bmp_image* b, int factor, io_raster* out, ttp_err* e) {
+  const size_t n = (size_t)b->width * b->height * 3;
+  if (factor == 1) {
+    if (!(out->data = malloc(n))) return ERR_NOMEM(e, n);
+    rle_out o = {b, out->data, NULL};
+    TRY(read_rle(b, &o, e));
+    out->width = b->width, out->height = b->height, out->channels = 3;
+    return TTP_OK;
+  }
+  io_shrink shrink;
+  TRY(io_shrink_open(&shrink, b->width, b->height, 3, factor, 0, 1, e));
+  rle_out o = {b, NULL, &shrink};
+  uint8_t background[3];
+  ttp_status s = read_rle(b, &o, e);
+  if (s == TTP_OK) s = palette_pixel(b, 0, background, e);
+  if (s == TTP_OK) return io_shrink_finish(&shrink, background, out, e);
+  io_shrink_free(&shrink);
+  return s;
+}
+
+ttp_status io_bmp_decode(const uint8_t* bytes, size_t size, const char* path, const io_limits* l,
+                         io_raster* out, ttp_err* e) {
   *out = (io_raster){0};
   bmp_image b = {.path = path, .bytes = bytes, .size = size};
   if (size < 18 || bytes[0] != 'B' || bytes[1] != 'M')
@@ -182,7 +248,7 @@ ttp_status io_bmp_decode(const uint8_t* bytes, size_t size, const char* path, in
     return ERR(e, TTP_ERR_FORMAT, "%s: unreadable image header (BMP of %d planes, %d x %d)", path,
                (int)planes, b.width, (int)height);
   b.height = b.top_down ? -height : height;
-  TRY(io_check_size(path, "BMP", (uint64_t)b.width, (uint64_t)b.height, 4, max_w, max_h, e));
+  TRY(io_check_size(path, "BMP", (uint64_t)b.width, (uint64_t)b.height, 4, l, e));
   int c = b.compression, bits = b.bits;
   int valid = (c == BI_RGB && (bits == 1 || bits == 4 || bits == 8 || bits == 16 || bits == 24 ||
                                bits == 32)) ||
@@ -236,14 +302,11 @@ ttp_status io_bmp_decode(const uint8_t* bytes, size_t size, const char* path, in
     return ERR(e, TTP_ERR_FORMAT, "%s: unreadable image header (BMP pixel offset %zu outside %zu..%zu)", path,
                b.offset, after, size);
 
-  size_t n = (size_t)b.width * b.height * b.channels;
-  uint8_t* data = malloc(n);
-  if (!data) return ERR_NOMEM(e, n);
-  ttp_status s = c == BI_RLE8 || c == BI_RLE4 ? read_rle(&b, data, e) : read_rows(&b, data, e);
-  if (s != TTP_OK) {
-    free(data);
-    return s;
-  }
-  *out = (io_raster){b.width, b.height, b.channels, data};
-  return TTP_OK;
+  const int rle = c == BI_RLE8 || c == BI_RLE4, factor = io_reduction(l, b.width, b.height);
+  io_raster_reserve(out, l, (b.width + factor - 1) / factor, (b.height + factor - 1) / factor,
+                    b.channels, factor > 1 ? io_shrink_bytes(b.width, b.height, b.channels,
+                                                             factor, 1, rle) : 0);
+  ttp_status s = rle ? read_rle_image(&b, factor, out, e) : read_rows(&b, factor, out, e);
+  if (s != TTP_OK) io_raster_free(out);
+  return s;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "archive_feed.h"
+#include "budget.h"
 #include "files.h"
 #include "image.h"
 
@@ -18,6 +19,13 @@ enum { POOL_TAKE = 4 };
 /* Bytes of archive members read ahead of the workers, at most (beyond the members a worker
    is about to take): what bounds the memory of reading tar shards. */
 #define POOL_BYTES_AHEAD ((size_t)64 << 20)
+
+/* The workers' budgets (budget.h): the bytes of the files being decoded, and what their
+   decoding holds (rasters, preprocessing's planes, a decoder's own buffers). Whatever the files
+   and the threads, the workers together hold about this much at most (one file beyond it
+   goes through alone), besides a few small buffers each. */
+#define POOL_FILE_BUDGET ((size_t)96 << 20)
+#define POOL_PIXEL_BUDGET ((size_t)128 << 20)
 
 /* A file whose bytes were read already (an archive's member), or that failed before decoding
    (the member or the archive could not be read): what a worker decodes or reports instead of
@@ -56,6 +64,7 @@ struct io_pool {
   size_t provided;          /* chunks with a buffer: files of chunk >= provided must wait */
   int stopping;
   double seconds[3];
+  io_budgets budgets;
 };
 
 /* Files in chunk k, when known: the whole chunk, or (the list final) what is left; else -1. */
@@ -116,9 +125,10 @@ static void* worker(void* arg) {
         out->status = ERR(&e, TTP_ERR_FORMAT, "%s", b->error);
       else if (b->bytes)
         out->status = io_load_image_bytes(b->bytes, b->size, paths[t], &p->options, p->rows,
-                                          p->cols, px, seconds + 1, &e);
+                                          p->cols, px, p->budgets.pixels, seconds + 1, &e);
       else
-        out->status = io_load_image(paths[t], &p->options, p->rows, p->cols, px, seconds, &e);
+        out->status = io_load_image(paths[t], &p->options, p->rows, p->cols, px, &p->budgets,
+                                    seconds, &e);
       freed += b->size;
       io_member_free_bytes(&(io_member){.bytes = b->bytes, .block = b->block});
       free(b->error);
@@ -157,7 +167,10 @@ ttp_status io_pool_open(const char* const* paths, size_t count, int final,
   pthread_cond_init(&p->room, NULL);
   p->chunks = calloc((size_t)window, sizeof *p->chunks);
   p->ids = calloc((size_t)threads, sizeof *p->ids);
-  s = p->chunks && p->ids ? TTP_OK : ERR_NOMEM(e, (size_t)window * sizeof *p->chunks);
+  p->budgets = (io_budgets){io_budget_new(POOL_FILE_BUDGET), io_budget_new(POOL_PIXEL_BUDGET)};
+  s = p->chunks && p->ids && p->budgets.files && p->budgets.pixels
+          ? TTP_OK
+          : ERR_NOMEM(e, (size_t)window * sizeof *p->chunks);
   for (int w = 0; w < window && s == TTP_OK; w++) {
     p->chunks[w].outcomes = malloc(chunk * sizeof(io_outcome));
     p->chunks[w].paths = malloc(chunk * sizeof(char*));
@@ -518,6 +531,8 @@ void io_pool_close(io_pool* p, double seconds[3]) {
   free(p->blobs);
   free(p->chunks);
   free(p->ids);
+  io_budget_free(p->budgets.files);
+  io_budget_free(p->budgets.pixels);
   pthread_mutex_destroy(&p->lock);
   pthread_cond_destroy(&p->work);
   pthread_cond_destroy(&p->ready);

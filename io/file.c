@@ -1,6 +1,8 @@
 /* Hostile-file reading shared by every reader in io/. */
 #include "file.h"
 
+#include "budget.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,10 +45,11 @@ ttp_status io_read_exact(int fd, const char* path, void* buf, size_t n, ttp_err*
   return TTP_OK;
 }
 
-ttp_status io_read_file(const char* path, size_t max_bytes, uint8_t** data, size_t* size,
-                        ttp_err* e) {
+ttp_status io_read_file_within(const char* path, size_t max_bytes, io_budget* budget,
+                               uint8_t** data, size_t* size, size_t* reserved, ttp_err* e) {
   *data = NULL;
   *size = 0;
+  *reserved = 0;
   int fd;
   size_t n;
   TRY(io_open_regular(path, &fd, &n, e));
@@ -54,21 +57,26 @@ ttp_status io_read_file(const char* path, size_t max_bytes, uint8_t** data, size
     close(fd);
     return ERR(e, TTP_ERR_FORMAT, "%s: %zu bytes, more than the %zu allowed", path, n, max_bytes);
   }
+  *reserved = io_budget_take(budget, n + 1);
   uint8_t* buf = malloc(n + 1);
-  if (!buf) {
-    close(fd);
-    return ERR_NOMEM(e, n + 1);
-  }
-  ttp_status s = io_read_exact(fd, path, buf, n, e);
+  ttp_status s = buf ? io_read_exact(fd, path, buf, n, e) : ERR_NOMEM(e, n + 1);
   close(fd);
   if (s != TTP_OK) {
     free(buf);
+    io_budget_give(budget, *reserved);
+    *reserved = 0;
     return s;
   }
   buf[n] = '\0';
   *data = buf;
   *size = n;
   return TTP_OK;
+}
+
+ttp_status io_read_file(const char* path, size_t max_bytes, uint8_t** data, size_t* size,
+                        ttp_err* e) {
+  size_t reserved;
+  return io_read_file_within(path, max_bytes, NULL, data, size, &reserved, e);
 }
 
 ttp_status io_join(char* buf, size_t n, const char* dir, const char* name, ttp_err* e) {

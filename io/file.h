@@ -21,6 +21,12 @@ ttp_status io_read_exact(int fd, const char* path, void* buf, size_t n, ttp_err*
 ttp_status io_read_file(const char* path, size_t max_bytes, uint8_t** data, size_t* size,
                         ttp_err* e);
 
+/* io_read_file, its bytes reserved from budget (budget.h; NULL: none) before they are
+   allocated: *reserved, to be given back once *data is freed (0 after a failure). */
+typedef struct io_budget io_budget;
+ttp_status io_read_file_within(const char* path, size_t max_bytes, io_budget* budget,
+                               uint8_t** data, size_t* size, size_t* reserved, ttp_err* e);
+
 /* The float32 stored little-endian at b (the mnistCUDNN weight files, ONNX's raw data). */
 static inline float io_float_le(const uint8_t* b) {
   const uint32_t bits = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |

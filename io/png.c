@@ -7,13 +7,16 @@
    Read: the signature; IHDR first (a size within the caller's limits, a bit depth the colour
    type allows, methods the specification defines, then its CRC); then chunks, each of a length
    that fits in what is left of the file, up to IEND: PLTE (at most 256 entries), tRNS (before
-   the image data, of the length its colour type gives), the IDAT chunks' zlib stream, inflated
-   into exactly the bytes the header implies (the filter byte and packed samples of every row of
-   every Adam7 pass) and no further (extra data is ignored, as stb_image and libpng do: nothing
-   more is inflated, whatever the file holds); ancillary chunks skipped, unknown critical ones
-   refused. Every chunk read (IHDR, PLTE, tRNS, every IDAT, IEND) has its CRC checked before its
-   data is used; an ancillary chunk is skipped unread, its CRC too, as libpng discards them.
-   Then each row unfiltered (None, Sub, Up, Average, Paeth) and its pixels placed.
+   the image data, of the length its colour type gives), IDAT; ancillary chunks skipped, unknown
+   critical ones refused. Every chunk read (IHDR, PLTE, tRNS, every IDAT, IEND) has its CRC
+   checked before its data is used; an ancillary chunk is skipped unread, its CRC too, as libpng
+   discards them. Then the IDAT chunks' zlib stream is inflated, a window of rows at a time (a
+   small image's whole data at once), into exactly the bytes the header implies (the filter
+   byte and packed samples of every row of every Adam7 pass) and no further (extra data is
+   ignored, as stb_image and libpng do: nothing more is inflated, whatever the file holds); each
+   row unfiltered (None, Sub, Up, Average, Paeth) and its pixels placed: into the whole image, or
+   for a large one averaged into boxes as they come (shrink.h), so that the image never exists
+   at full size in memory.
 
    The pixels are stb_image's, byte for byte, for every file it read whose CRCs are right
    (stb_image does not check them): grey 1, grey + alpha 2, RGB 3, RGBA 4 channels; a palette
@@ -30,6 +33,7 @@
 #include <zlib.h>
 
 #include "image.h"
+#include "shrink.h"
 
 enum { PNG_CHUNK_MAX = 0x7fffffff }; /* the specification's limit on a chunk's length */
 
@@ -79,6 +83,7 @@ typedef struct png {
   uint16_t trns16[3]; /* a grey or RGB tRNS colour, as stored */
   uint8_t trns8[3];   /* the same, as stb_image compares it at 8 bits */
   int channels;       /* per output pixel */
+  size_t idat_at;     /* where the first IDAT chunk begins */
 } png;
 
 /* Samples per pixel of a colour type, if it allows the bit depth; 0 if not. */
@@ -184,44 +189,12 @@ static ttp_status place_row(const png* g, const uint8_t* row, size_t pw, uint32_
   return TTP_OK;
 }
 
-/* Unfilters every row of every pass of raw and places its pixels in out. */
-static ttp_status build_image(const png* g, uint8_t* raw, uint8_t* out, ttp_err* e) {
-  size_t bpp = (size_t)g->samples * g->depth / 8, pw, ph;
-  if (bpp < 1) bpp = 1;
-  uint8_t* zeros = calloc(row_bytes(g, g->w) + 1, 1);
-  if (!zeros) return ERR_NOMEM(e, row_bytes(g, g->w) + 1);
-  ttp_status s = TTP_OK;
-  for (int p = 0; p < (g->interlaced ? 7 : 1) && s == TTP_OK; p++) {
-    pass_size(g, p, &pw, &ph);
-    size_t n = row_bytes(g, pw);
-    uint32_t x0 = g->interlaced ? (uint32_t)adam7[p][0] : 0, y0 = g->interlaced ? (uint32_t)adam7[p][1] : 0;
-    uint32_t dx = g->interlaced ? (uint32_t)adam7[p][2] : 1, dy = g->interlaced ? (uint32_t)adam7[p][3] : 1;
-    const uint8_t* prior = zeros;
-    for (size_t j = 0; j < ph && s == TTP_OK; j++) {
-      uint8_t* row = raw + 1;
-      if (!unfilter(row, prior, n, bpp, raw[0]))
-        s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (PNG row filter %d)", g->path, raw[0]);
-      else
-        s = place_row(g, row, pw, x0, dx, out + (y0 + j * dy) * (size_t)g->w * g->channels, e);
-      prior = row;
-      raw += 1 + n;
-    }
-  }
-  free(zeros);
-  return s;
-}
-
-/* The chunks after IHDR: palette, transparency, image data inflated into raw (its size the
-   header's), up to IEND. */
-static ttp_status read_chunks(png* g, const uint8_t* bytes, size_t size, uint8_t* raw,
-                              size_t expected, ttp_err* e) {
+/* The chunks after IHDR, each checked, up to IEND: the palette, the transparency, and where the
+   image data begins (g->idat_at). */
+static ttp_status read_chunks(png* g, const uint8_t* bytes, size_t size, ttp_err* e) {
   const char* path = g->path;
-  z_stream z = {0};
-  if (inflateInit(&z) != Z_OK) return ERR_NOMEM(e, sizeof z);
-  z.next_out = raw;
-  z.avail_out = (uInt)expected;
   size_t at = 8 + 25;
-  int idat_seen = 0, zlib_end = 0;
+  int idat_seen = 0;
   ttp_status s = TTP_OK;
   for (;;) {
     if (size - at < 12) {
@@ -248,23 +221,8 @@ static ttp_status read_chunks(png* g, const uint8_t* bytes, size_t size, uint8_t
         s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (PNG palette image without PLTE)", path);
         break;
       }
+      if (!idat_seen) g->idat_at = (size_t)(chunk - bytes);
       idat_seen = 1;
-      z.next_in = (Bytef*)data;
-      z.avail_in = length;
-      /* The last IDAT chunk inflates with Z_FINISH: a stream that ends in it then needs no
-         sliding window (zlib allocates and fills one only for more calls to come). */
-      int last = size - at < 8 || memcmp(bytes + at + 4, "IDAT", 4) != 0;
-      while (z.avail_in > 0 && z.avail_out > 0 && !zlib_end) { /* once raw is full, no more */
-        int r = inflate(&z, last ? Z_FINISH : Z_NO_FLUSH);
-        if (r == Z_STREAM_END) zlib_end = 1;
-        else if (r == Z_BUF_ERROR) break; /* no progress possible: the next chunk's bytes */
-        else if (r != Z_OK) {
-          s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (PNG image data: %s)", path,
-                  z.msg ? z.msg : "zlib error");
-          break;
-        }
-      }
-      if (s != TTP_OK) break;
     } else if (memcmp(type, "IHDR", 4) == 0) {
       s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (PNG with a second IHDR)", path);
       break;
@@ -312,18 +270,127 @@ static ttp_status read_chunks(png* g, const uint8_t* bytes, size_t size, uint8_t
       break;
     }
   }
-  size_t got = expected - z.avail_out;
-  inflateEnd(&z);
   if (s == TTP_OK && !idat_seen)
     s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (PNG without image data)", path);
-  else if (s == TTP_OK && got < expected)
-    s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (PNG image data ends after %zu of %zu bytes)",
-            path, got, expected);
   return s;
 }
 
-ttp_status io_png_decode(const uint8_t* bytes, size_t size, const char* path, int max_w,
-                         int max_h, io_raster* out, ttp_err* e) {
+/* The image data's zlib stream, fed from the IDAT chunks in their order (the chunks were
+   checked by read_chunks). */
+typedef struct idat_stream {
+  const png* g;
+  const uint8_t* bytes;
+  size_t size, at; /* the file; where the next chunk to look at begins */
+  int last;        /* the chunk being inflated is the last IDAT */
+  int ended;       /* the zlib stream ended */
+  z_stream z;
+  size_t got;      /* bytes inflated so far */
+} idat_stream;
+
+/* The next IDAT chunk's data into the stream; 0 when there is none before IEND. */
+static int next_idat(idat_stream* st) {
+  while (st->size - st->at >= 12) {
+    const uint8_t* chunk = st->bytes + st->at;
+    const uint32_t length = be32(chunk);
+    st->at += 12 + (size_t)length;
+    if (memcmp(chunk + 4, "IEND", 4) == 0) break;
+    if (memcmp(chunk + 4, "IDAT", 4) != 0) continue;
+    st->z.next_in = (Bytef*)(chunk + 8);
+    st->z.avail_in = length;
+    st->last = st->size - st->at < 8 || memcmp(st->bytes + st->at + 4, "IDAT", 4) != 0;
+    return 1;
+  }
+  st->at = st->size;
+  return 0;
+}
+
+/* Inflates the next n bytes of image data into out; the image's last bytes (last: nothing is
+   read after them) inflate with Z_FINISH when they come from the last IDAT chunk, so that a
+   stream ending there needs no sliding window (zlib allocates and fills one only for more
+   calls to come). Data past what the header implies is never inflated. */
+static ttp_status inflate_data(idat_stream* st, uint8_t* out, size_t n, int last, ttp_err* e) {
+  z_stream* z = &st->z;
+  z->next_out = out;
+  z->avail_out = (uInt)n;
+  while (z->avail_out > 0 && !st->ended) {
+    if (z->avail_in == 0 && !next_idat(st)) break;
+    const int r = inflate(z, last && st->last ? Z_FINISH : Z_NO_FLUSH);
+    if (r == Z_STREAM_END) {
+      st->ended = 1;
+    } else if (r == Z_BUF_ERROR) {
+      if (z->avail_in > 0) break; /* no progress possible */
+    } else if (r != Z_OK) {
+      return ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (PNG image data: %s)", st->g->path,
+                 z->msg ? z->msg : "zlib error");
+    }
+  }
+  st->got += n - z->avail_out;
+  if (z->avail_out > 0)
+    return ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (PNG image data ends after %zu of %zu "
+               "bytes)", st->g->path, st->got, raw_size(st->g));
+  return TTP_OK;
+}
+
+/* Rows of image data inflated at a time, at most this many bytes of them: a small image's
+   whole data at once, a large one's in pieces that the cache holds. */
+enum { PNG_WINDOW_BYTES = 1 << 20 };
+
+/* Every row of every pass inflated, a window of rows at a time, unfiltered and its pixels
+   placed: into out's full-size data (factor 1), or averaged into boxes of factor x factor
+   pixels (shrink.h), so that a large image never exists whole. */
+static ttp_status build_image(const png* g, idat_stream* st, int factor, io_raster* out,
+                              ttp_err* e) {
+  size_t bpp = (size_t)g->samples * g->depth / 8, pw, ph;
+  if (bpp < 1) bpp = 1;
+  const size_t widest = row_bytes(g, g->w), total = raw_size(g);
+  size_t window_rows = PNG_WINDOW_BYTES / (1 + widest);
+  if (window_rows < 1) window_rows = 1;
+  if (window_rows > g->h) window_rows = g->h;
+  uint8_t* window = malloc(window_rows * (1 + widest));
+  uint8_t* prior = malloc(widest + 1);
+  uint8_t* pixels = factor > 1 ? malloc((size_t)g->w * g->channels) : NULL; /* a row's */
+  io_shrink shrink = {0};
+  ttp_status s = window && prior && (factor == 1 || pixels)
+                     ? TTP_OK
+                     : ERR_NOMEM(e, window_rows * (1 + widest) + widest + 1);
+  const size_t n_full = (size_t)g->w * g->h * g->channels;
+  if (s == TTP_OK && factor == 1 && !(out->data = malloc(n_full))) s = ERR_NOMEM(e, n_full);
+  if (s == TTP_OK && factor > 1)
+    s = io_shrink_open(&shrink, (int)g->w, (int)g->h, g->channels, factor, 0, 0, e);
+  size_t inflated = 0;
+  for (int p = 0; p < (g->interlaced ? 7 : 1) && s == TTP_OK; p++) {
+    pass_size(g, p, &pw, &ph);
+    const size_t n = row_bytes(g, pw), stride = 1 + n;
+    uint32_t x0 = g->interlaced ? (uint32_t)adam7[p][0] : 0, y0 = g->interlaced ? (uint32_t)adam7[p][1] : 0;
+    uint32_t dx = g->interlaced ? (uint32_t)adam7[p][2] : 1, dy = g->interlaced ? (uint32_t)adam7[p][3] : 1;
+    memset(prior, 0, n);
+    for (size_t j = 0; j < ph && s == TTP_OK;) {
+      const size_t k = ph - j < window_rows ? ph - j : window_rows;
+      inflated += k * stride;
+      s = inflate_data(st, window, k * stride, inflated == total, e);
+      for (size_t r = 0; r < k && s == TTP_OK; r++, j++) {
+        uint8_t* raw = window + r * stride;
+        const uint8_t* above = r ? raw - stride + 1 : prior;
+        const size_t y = y0 + j * dy;
+        if (!unfilter(raw + 1, above, n, bpp, raw[0]))
+          s = ERR(e, TTP_ERR_FORMAT, "%s: corrupt image (PNG row filter %d)", g->path, raw[0]);
+        else if (factor == 1)
+          s = place_row(g, raw + 1, pw, x0, dx, out->data + y * g->w * g->channels, e);
+        else if ((s = place_row(g, raw + 1, pw, 0, 1, pixels, e)) == TTP_OK)
+          io_shrink_row(&shrink, (int)y, (int)x0, (int)dx, pixels, (int)pw);
+      }
+      if (s == TTP_OK) memcpy(prior, window + (k - 1) * stride + 1, n);
+    }
+  }
+  if (s == TTP_OK && factor > 1) s = io_shrink_finish(&shrink, NULL, out, e);
+  io_shrink_free(&shrink);
+  free(window), free(prior), free(pixels);
+  if (s == TTP_OK && factor == 1) out->width = (int)g->w, out->height = (int)g->h, out->channels = g->channels;
+  return s;
+}
+
+ttp_status io_png_decode(const uint8_t* bytes, size_t size, const char* path, const io_limits* l,
+                         io_raster* out, ttp_err* e) {
   *out = (io_raster){0};
   if (size < 8 + 25) return ERR(e, TTP_ERR_FORMAT, "%s: unreadable image header (truncated PNG)", path);
   const uint8_t* ihdr = bytes + 8;
@@ -340,26 +407,25 @@ ttp_status io_png_decode(const uint8_t* bytes, size_t size, const char* path, in
     return ERR(e, TTP_ERR_FORMAT,
                "%s: unreadable image header (PNG colour type %d, bit depth %d, methods %d %d %d)",
                path, g.colour, g.depth, ihdr[18], ihdr[19], g.interlaced);
-  TRY(io_check_size(path, "PNG", g.w, g.h, g.colour == 3 ? 4 : g.samples, max_w, max_h, e));
+  TRY(io_check_size(path, "PNG", g.w, g.h, g.colour == 3 ? 4 : g.samples, l, e));
   /* IHDR's CRC after what it declares: a header that asks for what is refused anyway (a size
      over the caller's limit above all) is refused for that, in the caller's terms. */
   TRY(check_crc(path, ihdr, 13, "unreadable image header", e));
-  size_t expected = raw_size(&g);
-  uint8_t* raw = malloc(expected);
-  if (!raw) return ERR_NOMEM(e, expected);
-  ttp_status s = read_chunks(&g, bytes, size, raw, expected, e);
-  uint8_t* pixels = NULL;
-  if (s == TTP_OK) {
-    g.channels = g.colour == 3 ? (g.has_trns ? 4 : 3) : g.samples + (g.has_trns ? 1 : 0);
-    size_t n = (size_t)g.w * g.h * g.channels;
-    if (!(pixels = malloc(n))) s = ERR_NOMEM(e, n);
+  TRY(read_chunks(&g, bytes, size, e));
+  g.channels = g.colour == 3 ? (g.has_trns ? 4 : 3) : g.samples + (g.has_trns ? 1 : 0);
+  const int factor = io_reduction(l, g.w, g.h);
+  const size_t widest = row_bytes(&g, g.w);
+  const uint64_t window = (widest + 1) * (PNG_WINDOW_BYTES / (widest + 1) + 1);
+  io_raster_reserve(out, l, (g.w + factor - 1) / factor, (g.h + factor - 1) / factor, g.channels,
+                    window + (factor > 1 ? io_shrink_bytes((int)g.w, (int)g.h, g.channels,
+                                                           factor, 0, 0) : 0));
+  idat_stream st = {.g = &g, .bytes = bytes, .size = size, .at = g.idat_at};
+  if (inflateInit(&st.z) != Z_OK) {
+    io_raster_free(out);
+    return ERR_NOMEM(e, sizeof st.z);
   }
-  if (s == TTP_OK) s = build_image(&g, raw, pixels, e);
-  free(raw);
-  if (s != TTP_OK) {
-    free(pixels);
-    return s;
-  }
-  *out = (io_raster){(int)g.w, (int)g.h, g.channels, pixels};
-  return TTP_OK;
+  ttp_status s = build_image(&g, &st, factor, out, e);
+  inflateEnd(&st.z);
+  if (s != TTP_OK) io_raster_free(out);
+  return s;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "image.h"
+#include "shrink.h"
 
 enum { PNM_MAX_NUMBER = 65535 };
 
@@ -56,7 +57,7 @@ static ttp_status read_number(pnm_cursor* c, const char* path, const char* what,
   return TTP_OK;
 }
 
-ttp_status io_pnm_decode(const uint8_t* bytes, size_t size, const char* path, int max_w, int max_h,
+ttp_status io_pnm_decode(const uint8_t* bytes, size_t size, const char* path, const io_limits* l,
                          io_raster* out, ttp_err* e) {
   *out = (io_raster){0};
   if (size < 2 || bytes[0] != 'P' || (bytes[1] != '5' && bytes[1] != '6'))
@@ -72,21 +73,40 @@ ttp_status io_pnm_decode(const uint8_t* bytes, size_t size, const char* path, in
   if (!isspace(*c.p))
     return ERR(e, TTP_ERR_FORMAT, "%s: PNM header: no whitespace byte after maxval", path);
   c.p++;
-  TRY(io_check_size(path, "PNM", (uint64_t)width, (uint64_t)height, channels, max_w, max_h, e));
+  TRY(io_check_size(path, "PNM", (uint64_t)width, (uint64_t)height, channels, l, e));
   size_t samples = (size_t)width * height * channels, depth = maxval > 255 ? 2 : 1;
   if ((size_t)(c.end - c.p) < samples * depth)
     return ERR(e, TTP_ERR_FORMAT, "%s: truncated: %zu pixel bytes expected, %zu present", path,
                samples * depth, (size_t)(c.end - c.p));
-  uint8_t* data = malloc(samples);
-  if (!data) return ERR_NOMEM(e, samples);
-  for (size_t i = 0; i < samples; i++) {
-    unsigned v = depth == 2 ? (unsigned)c.p[2 * i] << 8 | c.p[2 * i + 1] : c.p[i];
-    if (v > (unsigned)maxval) {
-      free(data);
-      return ERR(e, TTP_ERR_FORMAT, "%s: sample %zu is %u, above maxval %d", path, i, v, maxval);
+  const int factor = io_reduction(l, (uint64_t)width, (uint64_t)height);
+  const size_t line = (size_t)width * channels;
+  io_raster_reserve(out, l, (width + factor - 1) / factor, (height + factor - 1) / factor,
+                    channels, factor > 1 ? line + io_shrink_bytes(width, height, channels, factor,
+                                                                  0, 0) : 0);
+  /* Row by row: into the full-size data (factor 1), or a row at a time into box sums. */
+  io_shrink shrink = {0};
+  uint8_t* data = malloc(factor == 1 ? samples : line);
+  ttp_status s = data ? TTP_OK : ERR_NOMEM(e, factor == 1 ? samples : line);
+  if (s == TTP_OK && factor > 1) s = io_shrink_open(&shrink, width, height, channels, factor, 0, 0, e);
+  for (int y = 0; y < height && s == TTP_OK; y++) {
+    uint8_t* row = factor == 1 ? data + (size_t)y * line : data;
+    for (size_t k = 0, i = (size_t)y * line; k < line; k++, i++) {
+      unsigned v = depth == 2 ? (unsigned)c.p[2 * i] << 8 | c.p[2 * i + 1] : c.p[i];
+      if (v > (unsigned)maxval) {
+        s = ERR(e, TTP_ERR_FORMAT, "%s: sample %zu is %u, above maxval %d", path, i, v, maxval);
+        break;
+      }
+      row[k] = (uint8_t)((v * 255u + (unsigned)maxval / 2) / (unsigned)maxval);
     }
-    data[i] = (uint8_t)((v * 255u + (unsigned)maxval / 2) / (unsigned)maxval);
+    if (s == TTP_OK && factor > 1) io_shrink_row(&shrink, y, 0, 1, row, width);
   }
-  *out = (io_raster){width, height, channels, data};
-  return TTP_OK;
+  if (s == TTP_OK && factor == 1) {
+    out->width = width, out->height = height, out->channels = channels, out->data = data;
+    return TTP_OK;
+  }
+  free(data);
+  if (s == TTP_OK) s = io_shrink_finish(&shrink, NULL, out, e);
+  io_shrink_free(&shrink);
+  if (s != TTP_OK) io_raster_free(out);
+  return s;
 }

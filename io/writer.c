@@ -3,7 +3,13 @@
    stream whole, a flush at a time (WRITER_FLUSH_BYTES of rows, ttp_writer_flush, or the close):
    the stream never holds part of a row that a later flush completes, so a process killed
    between flushes leaves whole rows behind (on an unbuffered stream each flush is one
-   write(2)). */
+   write(2)).
+
+   Text fields are written as ttapipe.h ("Writing results") says: a status is a message made
+   printable (err_escape, the library's one escape), a CSV path or label escaped losslessly by the
+   same function with its backslashes, a CSV text cell that a spreadsheet would take for a formula
+   marked with an apostrophe, a JSON string escaped with lone surrogates for bytes that are not
+   UTF-8. The labels' cells are made once, at the open. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -22,8 +28,13 @@ struct ttp_writer {
   int topk, probabilities, classes;
   int* order; /* classes: indices by falling probability */
   int uncertainty;
+  int formulas;  /* TTP_WRITE_CSV_FORMULAS: no apostrophes before cells beginning = + - @ ' */
+  char** labels; /* classes: each label's field as written (a CSV cell, a JSON string) */
+  size_t* label_len;
   char* text; /* rows not yet handed to the stream: len bytes (of cap) */
   size_t len, cap;
+  char* scratch[2]; /* escaped text (escaped()), scratch_cap bytes each */
+  size_t scratch_cap[2];
   int out_of_memory; /* a row could not be held: it and those after it are lost */
 };
 
@@ -75,19 +86,89 @@ static ttp_status flush_rows(ttp_writer* w) {
   return fflush(w->out) != 0 || ferror(w->out) ? TTP_ERR_IO : TTP_OK;
 }
 
-/* ---- quoting ----------------------------------------------------------------------------------- */
+/* ---- text fields ----------------------------------------------------------------------------- */
 
-static void csv_field(ttp_writer* w, const char* s) {
-  if (!strpbrk(s, ",\"\r\n")) {
+/* text escaped (err_escape with flags): text itself where nothing is to escape, else in the
+   writer's scratch buffer `slot`; "" (the writer then out of memory) if that cannot grow. */
+static const char* escaped(ttp_writer* w, int slot, const char* text, int flags) {
+  const unsigned char* c = (const unsigned char*)text; /* printable ASCII alone: as it is */
+  while (*c >= 0x20 && *c < 0x7f && !(*c == '\\' && (flags & ERR_ESCAPE_BACKSLASH))) c++;
+  if (!*c) return text;
+  const size_t need = 4 * strlen(text) + 1; /* a byte becomes at most \xHH */
+  if (need > w->scratch_cap[slot]) {
+    char* grown = realloc(w->scratch[slot], need);
+    if (!grown) {
+      w->out_of_memory = 1;
+      return "";
+    }
+    w->scratch[slot] = grown, w->scratch_cap[slot] = need;
+  }
+  err_escape(text, flags, w->scratch[slot], need);
+  return w->scratch[slot];
+}
+
+/* A CSV text cell of printable text (escaped already: no line breaks): an apostrophe first where
+   a spreadsheet would take the cell for a formula, or where the cell begins with one (so that a
+   reader drops exactly one), unless TTP_WRITE_CSV_FORMULAS; quoted per RFC 4180 when it holds a
+   comma or a quote. OWASP's list also has TAB and CR, which the escape has written \x09, \x0d. */
+static void csv_cell(ttp_writer* w, const char* s) {
+  const int mark = !w->formulas && s[0] && strchr("=+-@'", s[0]);
+  const int quote = strpbrk(s, ",\"") != NULL;
+  if (quote) put_char(w, '"');
+  if (mark) put_char(w, '\'');
+  if (!quote) {
     put_str(w, s);
-    return;
+  } else {
+    for (; *s; s++) {
+      if (*s == '"') put_char(w, '"');
+      put_char(w, *s);
+    }
+    put_char(w, '"');
+  }
+}
+
+/* A path or label as a CSV cell: escaped losslessly, then csv_cell. */
+static void csv_name(ttp_writer* w, const char* name) {
+  csv_cell(w, escaped(w, 0, name, ERR_ESCAPE_BACKSLASH));
+}
+
+/* A JSON string: quote, backslash and control characters (C0, DEL, C1) escaped as JSON does,
+   printable UTF-8 as it is, and a byte 0xHH that is not part of valid UTF-8 as the lone
+   surrogate \udcHH (PEP 383's surrogateescape), which no valid text gives. */
+static void json_string(ttp_writer* w, const char* text) {
+  const unsigned char* s = (const unsigned char*)text;
+  put_char(w, '"');
+  while (*s) {
+    int n = err_utf8_length(s);
+    if (n == 0) {
+      put_fmt(w, "\\udc%02x", *s);
+      n = 1;
+    } else if (*s == '"' || *s == '\\') {
+      put_fmt(w, "\\%c", *s);
+    } else if (*s == '\n') {
+      put_str(w, "\\n");
+    } else if (*s < 0x20 || *s == 0x7f) {
+      put_fmt(w, "\\u%04x", *s);
+    } else if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0) { /* C1: U+0080 + (s[1] - 0x80) */
+      put_fmt(w, "\\u%04x", s[1]);
+    } else {
+      put(w, (const char*)s, (size_t)n);
+    }
+    s += n;
   }
   put_char(w, '"');
-  for (; *s; s++) {
-    if (*s == '"') put_char(w, '"');
-    put_char(w, *s);
-  }
-  put_char(w, '"');
+}
+
+/* The status of an error row: the message made printable (the library's are already; a
+   caller's may not be), without the "path: " it begins with, the path escaped as a message
+   holds it. */
+static const char* status_of(ttp_writer* w, const char* path, const char* error) {
+  const char* message = escaped(w, 0, error, 0);
+  const char* name = escaped(w, 1, path, 0);
+  const size_t n = strlen(name);
+  return strncmp(message, name, n) == 0 && message[n] == ':' && message[n + 1] == ' '
+             ? message + n + 2
+             : message;
 }
 
 /* ---- numbers ----------------------------------------------------------------------------------- *
@@ -128,54 +209,40 @@ static int put_fixed7(char* buf, float value) {
   return len + 7;
 }
 
-/* The length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
-static int utf8_length(const unsigned char* s) {
-  int n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
-        : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
-  if (n == 2 && s[0] < 0xc2) return 0; /* overlong */
-  for (int i = 1; i < n; i++)
-    if ((s[i] & 0xc0) != 0x80) return 0;
-  if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;
-  if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || s[0] > 0xf4 || (s[0] == 0xf4 && s[1] >= 0x90)))
-    return 0;
-  return n;
-}
-
-static void json_string(ttp_writer* w, const char* text) {
-  const unsigned char* s = (const unsigned char*)text;
-  put_char(w, '"');
-  while (*s) {
-    int n = utf8_length(s);
-    if (*s == '"' || *s == '\\') {
-      put_fmt(w, "\\%c", *s);
-    } else if (*s == '\n') {
-      put_str(w, "\\n");
-    } else if (*s < 0x20 || n == 0) { /* control characters, and bytes that are not UTF-8 */
-      put_fmt(w, "\\u%04x", *s);
-      n = 1;
-    } else {
-      put(w, (const char*)s, (size_t)n);
-    }
-    s += n ? n : 1;
-  }
-  put_char(w, '"');
-}
-
-/* The status of an error row: the message without the "path: " it starts with. */
-static const char* status_of(const char* path, const char* error) {
-  size_t n = strlen(path);
-  return strncmp(error, path, n) == 0 && error[n] == ':' && error[n + 1] == ' ' ? error + n + 2
-                                                                                : error;
-}
-
 /* ---- writer ---------------------------------------------------------------------------------- */
+
+/* w->labels: each class's label as its rows write it (in w->text, then copied out). */
+static void make_labels(ttp_writer* w) {
+  if (!(w->labels = calloc((size_t)w->classes, sizeof *w->labels)) ||
+      !(w->label_len = calloc((size_t)w->classes, sizeof *w->label_len))) {
+    w->out_of_memory = 1;
+    return;
+  }
+  for (int c = 0; c < w->classes && !w->out_of_memory; c++) {
+    const char* label = ttp_class_label(w->p, c);
+    w->len = 0;
+    if (w->format == TTP_FORMAT_CSV) csv_name(w, label);
+    else json_string(w, label);
+    if (w->out_of_memory || !(w->labels[c] = malloc(w->len + 1))) {
+      w->out_of_memory = 1;
+      break;
+    }
+    memcpy(w->labels[c], w->text, w->len);
+    w->label_len[c] = w->len;
+  }
+  w->len = 0;
+}
 
 /* ttp_writer_open and ttp_writer_open_append: the CSV header written or not. */
 static ttp_status writer_open(const ttp_pipeline* p, FILE* out, ttp_format format, int topk,
                               int columns, int header, ttp_writer** writer, char* error,
                               size_t error_size) {
+  /* columns with bits besides the known ones (a negative value too): its earlier meaning. */
+  enum { KNOWN = TTP_WRITE_PROBABILITIES | TTP_WRITE_UNCERTAINTY | TTP_WRITE_CSV_FORMULAS };
+  const int earlier = (columns & ~KNOWN) != 0;
   const int uncertainty = columns > 0 && (columns & TTP_WRITE_UNCERTAINTY);
-  const int probabilities = columns != 0 && columns != TTP_WRITE_UNCERTAINTY;
+  const int probabilities = earlier || (columns & TTP_WRITE_PROBABILITIES);
+  const int formulas = !earlier && (columns & TTP_WRITE_CSV_FORMULAS);
   ttp_err e = {0};
   const ttp_model_info* m = p ? ttp_model(p) : NULL;
   if (writer) *writer = NULL;
@@ -195,8 +262,9 @@ static ttp_status writer_open(const ttp_pipeline* p, FILE* out, ttp_format forma
   if (w) {
     *w = (ttp_writer){.p = p, .out = out, .format = format, .topk = topk,
                       .probabilities = probabilities, .classes = m->classes, .order = w->order,
-                      .uncertainty = uncertainty};
-    if (format == TTP_FORMAT_CSV && header) {
+                      .uncertainty = uncertainty, .formulas = formulas};
+    make_labels(w);
+    if (format == TTP_FORMAT_CSV && header && !w->out_of_memory) {
       put_str(w, "path,status,class,label,probability");
       for (int k = 2; k <= topk; k++) put_fmt(w, ",class_%d,label_%d,probability_%d", k, k, k);
       if (probabilities) {
@@ -205,7 +273,7 @@ static ttp_status writer_open(const ttp_pipeline* p, FILE* out, ttp_format forma
           char name[256];
           snprintf(name, sizeof name, "p_%s", ttp_class_label(p, c));
           put_char(w, ',');
-          csv_field(w, name);
+          csv_name(w, name);
         }
       }
       if (uncertainty) put_str(w, ",entropy,mutual_information,agreement");
@@ -251,10 +319,10 @@ static void rank(ttp_writer* w, const ttp_result* r, const float* probs) {
 
 static void write_csv(ttp_writer* w, const char* path, const ttp_result* r, const float* probs,
                       const ttp_uncertainty* u, const char* error) {
-  csv_field(w, path);
+  csv_name(w, path);
   put_char(w, ',');
   if (error || !r) {
-    csv_field(w, error ? status_of(path, error) : "error");
+    csv_cell(w, error ? status_of(w, path, error) : "error");
     int empty = 3 * w->topk + (w->probabilities ? 1 + w->classes : 0) + 3 * w->uncertainty;
     for (int i = 0; i < empty; i++) put_char(w, ',');
     put_char(w, '\n');
@@ -269,7 +337,7 @@ static void write_csv(ttp_writer* w, const char* path, const ttp_result* r, cons
     int n = 1 + put_int(num + 1, c);
     num[n++] = ',';
     put(w, num, (size_t)n);
-    csv_field(w, ttp_class_label(w->p, c));
+    put(w, w->labels[c], w->label_len[c]);
     n = 1 + put_fixed7(num + 1, p);
     put(w, num, (size_t)n);
   }
@@ -294,7 +362,7 @@ static void write_json(ttp_writer* w, const char* path, const ttp_result* r, con
   json_string(w, path);
   put_str(w, ",\"status\":");
   if (error || !r) {
-    json_string(w, error ? status_of(path, error) : "error");
+    json_string(w, error ? status_of(w, path, error) : "error");
     put_str(w, ",\"class\":null,\"label\":null,\"probability\":null");
     if (w->topk > 1) put_str(w, ",\"top\":null");
     if (w->probabilities) put_str(w, ",\"spread\":null,\"probabilities\":null");
@@ -303,14 +371,14 @@ static void write_json(ttp_writer* w, const char* path, const ttp_result* r, con
     return;
   }
   put_fmt(w, "\"ok\",\"class\":%d,\"label\":", r->class_index);
-  json_string(w, ttp_class_label(w->p, r->class_index));
+  put(w, w->labels[r->class_index], w->label_len[r->class_index]);
   put_fmt(w, ",\"probability\":%.9g", r->probability);
   if (w->topk > 1) {
     put_str(w, ",\"top\":[");
     for (int k = 0; k < w->topk; k++) {
       int c = w->order[k];
       put_fmt(w, "%s{\"class\":%d,\"label\":", k ? "," : "", c);
-      json_string(w, ttp_class_label(w->p, c));
+      put(w, w->labels[c], w->label_len[c]);
       put_fmt(w, ",\"probability\":%.9g}", k == 0 ? r->probability : probs[c]);
     }
     put_char(w, ']');
@@ -355,6 +423,11 @@ ttp_status ttp_writer_flush(ttp_writer* w) {
 ttp_status ttp_writer_close(ttp_writer* w) {
   if (!w) return TTP_OK;
   ttp_status s = ttp_writer_flush(w);
+  for (int c = 0; w->labels && c < w->classes; c++) free(w->labels[c]);
+  free(w->labels);
+  free(w->label_len);
+  free(w->scratch[0]);
+  free(w->scratch[1]);
   free(w->order);
   free(w->text);
   free(w);

@@ -4,7 +4,11 @@
    Bad input (a missing, short or malformed file, an argument out of range) is recorded as the
    message alone, written for the user: "models/x/conv1.bin: expected 2000 bytes, found 1999".
    A failure of the library or of the machine (a CUDA call, memory, an impossible state) is
-   recorded with where it happened: "graph/capture.c:88: cudaStreamEndCapture: ...". */
+   recorded with where it happened: "graph/capture.c:88: cudaStreamEndCapture: ...".
+
+   A message is one line of printable text whatever went into it (a file name, a libjpeg string,
+   bytes from inside a file): err_set and err_prefix escape it as ttp_printable says, so that
+   neither a terminal showing it nor a CSV file holding it can be driven by those bytes. */
 #ifndef TTP_ERROR_H
 #define TTP_ERROR_H
 
@@ -44,6 +48,19 @@ void err_prefix(ttp_err* e, const char* fmt, ...)
 
 /* Copies the message into a caller's buffer of size bytes (buffer may be NULL). */
 void err_copy_out(const ttp_err* e, char* buffer, size_t size);
+
+/* The one escape of the library (ttp_printable is it with flags 0): text into out (out_size
+   bytes, NUL included; out may be NULL when out_size is 0), each byte that is a control
+   character, a byte of a C1 control or not part of valid UTF-8 written \xHH; with
+   ERR_ESCAPE_BACKSLASH also the backslash (\x5c), which makes the escape lossless: decoding
+   each \xHH gives the text back (the writers' CSV cells of paths and labels). Returns the
+   length of the whole escaped text; out ends on a whole character or escape. */
+enum { ERR_ESCAPE_BACKSLASH = 1 };
+size_t err_escape(const char* text, int flags, char* out, size_t out_size);
+
+/* The length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one (an overlong form,
+   a surrogate, a code point past U+10FFFF, a stray or missing continuation byte). */
+int err_utf8_length(const unsigned char* s);
 
 #ifdef __cplusplus
 }

@@ -44,7 +44,9 @@
  * one-line message in it (ttp_last_error); functions without a pipeline write it into a buffer
  * the caller passes (error, error_size; TTP_ERROR_SIZE bytes always suffice). A message about
  * bad input names the file and the problem; a failure inside the library also names the source
- * file and line. The library never prints and never exits.
+ * file and line. Messages are printable text (ttp_printable: control bytes and bytes that are
+ * not UTF-8 written \xHH), whatever a file name or a file held. The library never prints and
+ * never exits.
  *
  * Compatibility: status values never change meaning (new ones are appended); structs that the
  * caller fills carry their size (ttp_options.struct_size) so that new fields can be appended
@@ -107,6 +109,16 @@ const char* ttp_status_string(ttp_status s);
 
 /* Buffer size that always holds a whole message (the functions without a pipeline). */
 #define TTP_ERROR_SIZE 1024
+
+/* Makes text printable, as the library's messages are: each byte of a control character (C0
+   0x00-0x1f, DEL 0x7f, C1 U+0080..U+009F, which some terminals obey, as UTF-8 c2 80..c2 9f) and
+   each byte that is not part of valid UTF-8 is written \xHH (lowercase hex); the rest (printable
+   UTF-8: "é", "数") is kept, and text printable already comes back unchanged. Lossy where the
+   text holds "\x" itself: it is for showing text (a program's messages on a terminal), not for
+   storing it. Writes at most out_size bytes into out, NUL included, ending on a whole character
+   or escape (out may be NULL when out_size is 0); returns the length of the whole escaped text,
+   as snprintf does (at most 4 x strlen(text)). text NULL: "". Thread-safe. */
+size_t ttp_printable(const char* text, char* out, size_t out_size);
 
 /* ---- Test-time augmentation --------------------------------------------------------------- *
  * Each image is classified as N copies, each changed a little, and the N softmax outputs are
@@ -553,9 +565,15 @@ ttp_status ttp_read_idx_labels(const char* path, uint8_t** labels, size_t* count
  *      PNG (ttapipe's own reader, with zlib; the CRC of every chunk it reads checked),
  *      JPEG (Debian's libjpeg-turbo; a file libjpeg warns about is refused), BMP or binary PNM
  *      (P5 grey, P6 colour; ttapipe's own readers); its declared size is checked against
- *      max_width x max_height before anything is decoded; images are never flipped. A file that
- *      cannot be decoded is refused with "unreadable image header (...)" or "corrupt image
- *      (...)" and the reason;
+ *      max_width x max_height and max_pixels before anything is decoded; images are never
+ *      flipped. A file that cannot be decoded is refused with "unreadable image header (...)"
+ *      or "corrupt image (...)" and the reason. An image at least 16 times the model's input in
+ *      both directions is decoded at a reduced size that keeps at least 8 of its pixels for
+ *      each of the input's, a side (unless full_size): JPEG at a DCT scale of n/8, the others
+ *      averaged in boxes of f x f pixels as their rows are decoded (alpha-weighted, so that
+ *      step 2 composites as it would at full size); the whole image is never in memory, and
+ *      the model's input differs from full decoding's by a level or two at most (README.md,
+ *      "Large images");
  *   2. to grey, in [0, 1]: colour by BT.601 luma (0.299 R + 0.587 G + 0.114 B), alpha composited
  *      over white (a transparent background is paper);
  *   3. polarity: the models expect light strokes on black. TTP_INVERT_AUTO inverts (1 - v) when
@@ -590,7 +608,15 @@ typedef struct ttp_image_options {
                                 step 3 inverts only with TTP_INVERT_YES; step 4 resizes each
                                 plane: TTP_CENTER_MNIST is refused). ttp_classify_files sets it
                                 from the model */
+  uint64_t max_pixels;       /* images of more pixels (width x height) are refused before
+                                decoding, 1..8192 x 8192 (default TTP_DEFAULT_MAX_PIXELS) */
+  int full_size;             /* 1: decode every image at its full size; 0 (default): a large one
+                                at a reduced size (step 1) */
 } ttp_image_options;
+
+/* 50 megapixels: the photographs of phones and most cameras (8160 x 6120), not an 8192 x 8192
+   image whose file of a few hundred bytes asks for a gigabyte. */
+#define TTP_DEFAULT_MAX_PIXELS ((uint64_t)50000000)
 
 void ttp_image_options_init(ttp_image_options* o);
 
@@ -713,17 +739,44 @@ ttp_status ttp_classify_paths(ttp_pipeline* p, const char* const* paths, size_t 
                               ttp_file_callback callback, void* user, ttp_bulk_stats* stats);
 
 /* ---- Writing results -------------------------------------------------------------------------- *
- * One row per file. CSV (RFC 4180, a header line first, fields quoted when they hold a comma,
- * quote or line break): path,status,class,label,probability; then with top-k > 1
+ * One row per file. CSV (RFC 4180, a header line first, fields quoted when they hold a comma
+ * or a quote): path,status,class,label,probability; then with top-k > 1
  * class_2,label_2,probability_2 .. class_K,label_K,probability_K; then with probabilities
  * spread and one p_LABEL column per class; then with uncertainty entropy,mutual_information,
  * agreement (ttp_uncertainty). status is "ok" or the file's error; the other fields of an error
  * row are empty. JSON Lines: one object per line with the same fields ("top": a list of {class,
  * label, probability}; "spread" and "probabilities": a list; "entropy", "mutual_information",
- * "agreement"), null where empty; strings escaped, bytes that are not UTF-8 written as \u00XX.
- * The writers' `columns` argument: 0, or the sum of these (any other nonzero value writes the
- * probabilities, as the argument's earlier meaning, "probabilities": nonzero, did). */
-enum { TTP_WRITE_PROBABILITIES = 1, TTP_WRITE_UNCERTAINTY = 2 };
+ * "agreement"), null where empty.
+ *
+ * Text fields, so that neither a terminal showing the output nor a spreadsheet opening it can
+ * be driven by a file's name or contents, and two names never give one field:
+ *   - status: the error message made printable (ttp_printable; the library's own messages are
+ *     already), without the "path: " it begins with;
+ *   - CSV path and label (and the header's p_LABEL): printable and lossless: each byte of a
+ *     control character (C0 with line breaks and TAB, DEL, C1), each byte that is not part of
+ *     valid UTF-8 and each backslash is written \xHH, so a cell holds no line break and
+ *     decoding its \xHH gives back the exact bytes (Python: codecs.escape_decode(cell.encode())
+ *     [0], after the apostrophe below); printable UTF-8 is kept;
+ *   - CSV text cells (path, status, label, the header's) that begin with '=', '+', '-' or '@'
+ *     get a leading apostrophe, which spreadsheets take as "text, not a formula" (OWASP's CSV
+ *     injection; its TAB and CR never begin a cell here: they are written \x09, \x0d), and one
+ *     that begins with an apostrophe gets a second one: a reader drops exactly one leading
+ *     apostrophe from any text cell that begins with one. The apostrophe is inside the quotes
+ *     of a quoted field; numbers are never changed. TTP_WRITE_CSV_FORMULAS leaves the cells
+ *     as they are (no apostrophes; the escapes stay);
+ *   - JSON strings: '"', '\\' and control characters (C0, DEL, C1) escaped as JSON does
+ *     (\n, \u00XX), printable UTF-8 kept, and each byte that is not part of valid UTF-8, 0xHH,
+ *     written as the lone surrogate \udcHH (Python's surrogateescape, PEP 383), which no valid
+ *     text gives: two different names never give the same string, and Python's
+ *     os.fsencode(json.loads(line)["path"]) gives back the exact bytes (some strict parsers
+ *     refuse lone surrogates; only names that are not UTF-8 have them).
+ *
+ * The writers' `columns` argument: 0, or the sum of these. Other values keep the argument's
+ * earlier meaning ("probabilities": nonzero): one with bits besides these three, a negative
+ * one included, writes the probabilities (and the uncertainty where it is positive with bit 2),
+ * cells neutralised (4 and 6, which wrote the probabilities before TTP_WRITE_CSV_FORMULAS came,
+ * no longer do). */
+enum { TTP_WRITE_PROBABILITIES = 1, TTP_WRITE_UNCERTAINTY = 2, TTP_WRITE_CSV_FORMULAS = 4 };
 
 typedef enum ttp_format { TTP_FORMAT_CSV = 0, TTP_FORMAT_JSONL = 1 } ttp_format;
 

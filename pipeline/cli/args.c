@@ -8,13 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ttapipe.h"
+
+/* The message made printable (ttp_printable), as cli_fail's: it may quote any argument. */
 int cli_usage_error(const cli_command* cmd, const char* fmt, ...) {
-  fprintf(stderr, "ttapipe %s: ", cmd->name);
+  char raw[4096], shown[4 * sizeof raw];
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "\nTry 'ttapipe %s --help'.\n", cmd->name);
+  ttp_printable(raw, shown, sizeof shown);
+  fprintf(stderr, "ttapipe %s: %s\nTry 'ttapipe %s --help'.\n", cmd->name, shown, cmd->name);
   return CLI_EXIT_USAGE;
 }
 

@@ -52,7 +52,11 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
                      "the border is light)"},                                                  \
       {"center", "MODE", "none|mnist: resize the whole image, or crop to the ink, fit 20x20 "  \
                          "and centre its mass, as MNIST was made (default none)"},             \
-      {"max-size", "WxH", "refuse images larger than this, up to 8192x8192 (the default)"}
+      {"max-size", "WxH", "refuse images larger than this, up to 8192x8192 (the default)"},     \
+      {"max-pixels", "N", "refuse images of more pixels than this, as 50M (the default) or a "   \
+                          "number, up to 8192x8192"},                                            \
+      {"full-size", NULL, "decode every image at its full size (by default one 16 times the "   \
+                          "model's input or more is decoded at a reduced size)"}
 
 /* The CLI_IMAGE_OPTIONS into *o (the library's defaults where not given). Returns CLI_EXIT_OK or
    a usage error. */

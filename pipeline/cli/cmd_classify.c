@@ -25,6 +25,8 @@ static const cli_option classify_options[] = {
     {"probs", NULL, "also write the TTA spread and every class's probability"},
     {"uncertainty", NULL, "also write each file's entropy, the mutual information between its "
                           "copies and the class, and the copies' agreement with the answer"},
+    {"csv-formulas", NULL, "leave CSV cells that begin with = + - @ as they are (by default "
+                           "they get a leading ' that keeps spreadsheets from running them)"},
     CLI_IMAGE_OPTIONS,
     {"quiet", NULL, "no progress line and no summary on stderr"},
     {"shard", "I/N", "classify files I, I+N, I+2N, ... of the list alone (0 <= I < N; default: "
@@ -49,8 +51,10 @@ typedef struct progress {
   int show;           /* a progress line: stderr is a terminal and not --quiet */
   int write_failed;
   double start, shown;
-  ttp_pipeline* p;    /* the files' ttp_file_uncertainty; what a stop request cancels */
-  const char* rows_at; /* the file the rows go to (NULL: standard output) */
+  ttp_pipeline* p;    /* the files' ttp_file_uncertainty; what a stop request cancels (NULL
+                         before the pipeline opens and after it closes) */
+  enum { BEFORE_FILES, WITH_FILES } phase; /* whether the pipeline has opened */
+  const char* rows_at; /* the file the rows go to, printable (NULL: standard output) */
 } progress;
 
 static void on_file(void* user, size_t index, const char* path, const ttp_result* result,
@@ -80,28 +84,36 @@ static void on_file(void* user, size_t index, const char* path, const ttp_result
 /* The rows written so far, to the file (the lock taken). */
 static void flush_rows(progress* pr) {
   pthread_mutex_lock(&pr->lock);
-  if (ttp_writer_flush(pr->writer) != TTP_OK) pr->write_failed = 1;
+  if (pr->writer && ttp_writer_flush(pr->writer) != TTP_OK) pr->write_failed = 1;
   pthread_mutex_unlock(&pr->lock);
 }
 
 /* The stop thread's hooks (stop.h). A first signal: the run stops after the files in flight
    (the CPU engines give their batch up between images), the rows so far flushed at once (a
-   scheduler's SIGKILL may follow within a second). */
+   scheduler's SIGKILL may follow within a second); before the pipeline is open (a GPU's start
+   takes longer than the files of many a job), the process ends at once. */
 static void on_stop_request(void* user, int sig) {
-  (void)sig;
   progress* pr = user;
-  ttp_cancel(pr->p);
-  flush_rows(pr);
+  pthread_mutex_lock(&pr->lock);
+  if (pr->phase == BEFORE_FILES) { /* the model still loading: nothing done, nothing to keep */
+    fprintf(stderr, "ttapipe: interrupted by %s before the first file: none done\n",
+            cli_signal_name(sig));
+    _exit(128 + sig);
+  }
+  if (pr->p) ttp_cancel(pr->p);
+  if (pr->writer && ttp_writer_flush(pr->writer) != TTP_OK) pr->write_failed = 1;
+  pthread_mutex_unlock(&pr->lock);
 }
 
 static void on_stop_tick(void* user) { flush_rows(user); }
 
 /* A second request: after the row being written (the lock), the rows flushed, what was done
-   said, and the process ended; the lock is never given back, so no row follows. */
+   said, and the process ended; the lock is never given back, so no row follows. Before the
+   first file and after the last row, the counts say so. */
 static void on_stop_halt(void* user, int sig, int first) {
   progress* pr = user;
   pthread_mutex_lock(&pr->lock);
-  ttp_writer_flush(pr->writer);
+  if (pr->writer) ttp_writer_flush(pr->writer);
   fprintf(stderr,
           "%sttapipe: stopped by %s after %s: %zu files done (%zu classified, %zu failed), their "
           "rows in %s; the rest not done\n",
@@ -239,12 +251,17 @@ static int resume_from(const char* output, ttp_pipeline* p, ttp_format format, i
     int mine = made && left >= prefix && memcmp(text + at, like.text, prefix) == 0;
     if (archive) {
       /* The archive's error row (its path, then the row's next field), or a member's row (its
-         path, a slash, the member's name: before the closing quote when the path is quoted). */
+         path, a slash, the member's name). The path's text is compared without what opens it
+         ({"path":" in JSON; a CSV cell's quote, which a member's cell may have where the
+         archive's has not: a comma in the member's name). */
       const int quoted = prefix > 0 && like.text[prefix - 1] == '"';
-      const size_t bare = prefix - (size_t)quoted;
+      const size_t open = csv ? (size_t)quoted : strlen("{\"path\":\""), close = quoted;
+      const size_t row_open = csv ? (size_t)(left > 0 && text[at] == '"') : open;
+      const size_t name = prefix - open - close; /* the archive's path as written */
       mine = (mine && (quoted || (left > prefix && text[at + prefix] == ','))) ||
-             (made && left > bare && memcmp(text + at, like.text, bare) == 0 &&
-              text[at + bare] == '/');
+             (made && left > row_open + name && memcmp(text + at, like.text, open) == 0 &&
+              memcmp(text + at + row_open, like.text + open, name) == 0 &&
+              text[at + row_open + name] == '/');
       if (!mine) { /* a later entry's row: the archive is finished */
         ++*done, in_archive = 0;
         continue;
@@ -255,8 +272,8 @@ static int resume_from(const char* output, ttp_pipeline* p, ttp_format format, i
     }
     if (!mine)
       rc = cli_fail("%s: row %zu is not that of entry %zu of this list (%s): resume with the "
-                    "same paths and options", output, row + 1, *done + 1,
-                    *done < count ? paths[*done] : "the list is shorter");
+                    "same paths and options (--format, --csv-formulas too)", output, row + 1,
+                    *done + 1, *done < count ? paths[*done] : "the list is shorter");
     if (rc == CLI_EXIT_OK) ++*done, at = end, row++;
   }
   if (rc == CLI_EXIT_OK && in_archive) at = archive_at; /* it may not be finished: again */
@@ -308,9 +325,11 @@ static int finish_job(const cli_args* a, const cli_job* job, int rc, int stopped
     rc = cli_fail("%s: cannot read this rank's rows back: %s", part, strerror(errno));
   const int none_stopped = cli_job_all_ok(job, !stopped);
   const int all_ok = cli_job_all_ok(job, rc == CLI_EXIT_OK);
+  char shown[1024]; /* the output's name on stderr (ttp_printable) */
+  ttp_printable(output, shown, sizeof shown);
   if (!none_stopped && job->rank == 0 && part)
     fprintf(stderr, "ttapipe: interrupted: the ranks' rows are in %s.part-R-of-%d; the same "
-            "command with --resume under %d ranks completes them\n", output, job->size,
+            "command with --resume under %d ranks completes them\n", shown, job->size,
             job->size);
   if (!all_ok && rc == CLI_EXIT_OK)
     rc = job->rank == 0 && none_stopped
@@ -364,7 +383,9 @@ static int finish_job(const cli_args* a, const cli_job* job, int rc, int stopped
   return rc;
 }
 
-static int classify_job(const cli_args* a, const cli_job* job) {
+/* The job, its rows through pr (progress: set up by run_classify, with the stop hooks). *stopped:
+   a stop signal ended the run (its files done have their rows and a summary). */
+static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int* stopped) {
   static const char* const formats[] = {"csv", "jsonl", NULL};
   int format = 0, rc;
   long topk = 1, threads = 0;
@@ -432,12 +453,16 @@ static int classify_job(const cli_args* a, const cli_job* job) {
     rc = cli_open_pipeline(a, CLASSIFY_SLOTS,
                            job->size > 1 ? TTP_PLAN_HEURISTIC : TTP_PLAN_MEASURE,
                            gpus ? job->local_rank % gpus : 0, &p, &tta);
+  pthread_mutex_lock(&pr->lock);
+  pr->p = p, pr->phase = WITH_FILES;
+  pthread_mutex_unlock(&pr->lock);
   if (rc == CLI_EXIT_OK && topk > ttp_model(p)->classes)
     rc = cli_usage_error(a->command, "--topk must be at most %d, the model's classes",
                          ttp_model(p)->classes);
   const ttp_format fmt = format ? TTP_FORMAT_JSONL : TTP_FORMAT_CSV;
   const int columns = (cli_flag(a, "probs") ? TTP_WRITE_PROBABILITIES : 0) |
-                      (cli_flag(a, "uncertainty") ? TTP_WRITE_UNCERTAINTY : 0);
+                      (cli_flag(a, "uncertainty") ? TTP_WRITE_UNCERTAINTY : 0) |
+                      (cli_flag(a, "csv-formulas") ? TTP_WRITE_CSV_FORMULAS : 0);
   size_t done = 0; /* --resume: the files whose rows the output holds already */
   int header_written = 0;
   if (rc == CLI_EXIT_OK && resume)
@@ -455,9 +480,11 @@ static int classify_job(const cli_args* a, const cli_job* job) {
       (header_written ? ttp_writer_open_append : ttp_writer_open)(
           p, out, fmt, (int)topk, columns, &writer, error, sizeof error) != TTP_OK)
     rc = cli_fail("%s", error);
+  char rows_shown[1024]; /* rows_at on stderr (ttp_printable) */
+  ttp_printable(rows_at, rows_shown, sizeof rows_shown);
   if (rc == CLI_EXIT_OK && resume && !cli_flag(a, "quiet"))
     fprintf(stderr, "ttapipe: %s holds the rows of %zu of %zu %s: classifying the other %zu\n",
-            rows_at, done, count, archives ? "entries (a tar archive is one)" : "files",
+            rows_shown, done, count, archives ? "entries (a tar archive is one)" : "files",
             count - done);
   ttp_bulk_stats stats = {.struct_size = sizeof stats};
   int quiet = cli_flag(a, "quiet");
@@ -465,48 +492,44 @@ static int classify_job(const cli_args* a, const cli_job* job) {
   files_report* report = NULL;
   if (rc == CLI_EXIT_OK && report_path && !(report = files_report_new(ttp_model(p)->classes)))
     rc = cli_fail("out of memory");
-  int stopped = 0; /* a stop signal ended the run: the files done have their rows and a summary */
   if (rc == CLI_EXIT_OK) {
-    progress pr = {.writer = writer, .report = report, .total = archives ? 0 : count - done,
-                   .show = isatty(2) && !quiet && job->rank == 0, .start = cli_now(), .p = p,
-                   .rows_at = rows_at};
-    pthread_mutex_init(&pr.lock, NULL);
-    const cli_stop_hooks hooks = {on_stop_request, on_stop_halt, on_stop_tick, &pr};
-    cli_stop_hooks_set(&hooks);
-    if (cli_stop_signal()) ttp_cancel(p); /* one came while the pipeline opened */
+    pthread_mutex_lock(&pr->lock);
+    pr->writer = writer, pr->report = report, pr->total = archives ? 0 : count - done;
+    pr->show = isatty(2) && !quiet && job->rank == 0, pr->start = cli_now();
+    pr->rows_at = rows_at ? rows_shown : NULL;
+    pthread_mutex_unlock(&pr->lock);
+    if (cli_stop_signal()) ttp_cancel(p); /* one came before: the run stops at once */
     /* Directories alone: walked while their first files are classified. */
     ttp_status s = listed
-        ? ttp_classify_files(p, paths + done, count - done, &io, (int)threads, on_file, &pr,
+        ? ttp_classify_files(p, paths + done, count - done, &io, (int)threads, on_file, pr,
                              &stats)
         : ttp_classify_paths(p, (const char* const*)a->positional, (size_t)a->positional_count,
-                             &lo, &io, (int)threads, on_file, &pr, &stats);
-    flush_rows(&pr); /* before the hooks go: a second request from now on ends the process */
-    cli_stop_hooks_set(NULL);
-    pthread_mutex_destroy(&pr.lock);
+                             &lo, &io, (int)threads, on_file, pr, &stats);
     const int sig = cli_stop_signal();
+    pthread_mutex_lock(&pr->lock);
+    const int show = pr->show;
+    pr->show = 0;
+    if (show) fprintf(stderr, "\n");
     if (s == TTP_ERR_CANCELLED && sig) {
-      if (pr.show) fprintf(stderr, "\n");
-      pr.show = 0;
       fprintf(stderr,
               "ttapipe: interrupted by %s: %zu of %zu files done (%zu classified, %zu failed), "
               "%zu not done\n",
               cli_signal_name(sig), stats.classified + stats.failed, stats.files,
               stats.classified, stats.failed, stats.files - stats.classified - stats.failed);
       rc = 128 + sig;
-      stopped = 1;
+      *stopped = 1;
     } else if (s != TTP_OK) {
       rc = cli_fail("%s", ttp_last_error(p));
     }
-    if (pr.show) fprintf(stderr, "\n");
-    if (ttp_writer_close(writer) != TTP_OK || pr.write_failed)
-      rc = cli_fail("%s: writing the results failed", rows_at ? rows_at : "standard output");
-    writer = NULL;
+    if (ttp_writer_close(writer) != TTP_OK || pr->write_failed)
+      rc = cli_fail("%s: writing the results failed", rows_at ? rows_shown : "standard output");
+    pr->writer = writer = NULL;
+    pthread_mutex_unlock(&pr->lock);
   }
   ttp_writer_close(writer);
-  if (out != stdout && out && !in_memory && fclose(out) != 0 && rc == CLI_EXIT_OK)
+  if (out && out != stdout && fclose(out) != 0 && !in_memory && rc == CLI_EXIT_OK)
     rc = cli_fail("%s: writing the results failed: %s", rows_at, strerror(errno));
-  if (in_memory && out) fclose(out);
-  if (report && (rc == CLI_EXIT_OK || stopped)) { /* what was classified, these inputs named */
+  if (report && (rc == CLI_EXIT_OK || *stopped)) { /* what was classified, these inputs named */
     char inputs[1024] = "";
     size_t n = 0;
     for (int i = 0; i < a->positional_count && n < sizeof inputs; i++)
@@ -519,28 +542,46 @@ static int classify_job(const cli_args* a, const cli_job* job) {
   }
   files_report_free(report);
   if (job->size > 1) {
-    rc = finish_job(a, job, rc, stopped, mem, mem_n, part, &stats);
+    rc = finish_job(a, job, rc, *stopped, mem, mem_n, part, &stats);
   } else {
-    if ((rc == CLI_EXIT_OK || stopped) && !quiet) summary(&stats);
+    if ((rc == CLI_EXIT_OK || *stopped) && !quiet) summary(&stats);
     if (rc == CLI_EXIT_OK && stats.failed) rc = CLI_EXIT_SOME_FAILED;
   }
   free(mem);
   free(part);
-  ttp_close(p);
+  pthread_mutex_lock(&pr->lock);
+  pr->p = NULL;
+  pthread_mutex_unlock(&pr->lock);
+  /* A run stopped by a signal ends the process at once (run_classify): the driver frees a GPU's
+     memory at the exit sooner than ttp_close and CUDA's teardown would. */
+  if (!*stopped) ttp_close(p);
   free(paths);
   ttp_file_list_free(&list);
   return rc;
 }
 
 /* The stop thread first (stop.h): every thread made after it, MPI's included, leaves the
-   signals to it. */
+   signals to it; its hooks hold from the start (a second request while the model loads ends the
+   process) to the end. A run stopped by a signal exits without tearing the engine down: its
+   rows and summary are out, and every moment counts under a scheduler's grace period. */
 static int run_classify(const cli_args* a) {
   cli_stop_start();
+  progress pr = {0};
+  pthread_mutex_init(&pr.lock, NULL);
+  const cli_stop_hooks hooks = {on_stop_request, on_stop_halt, on_stop_tick, &pr};
+  cli_stop_hooks_set(&hooks);
   cli_job job;
   cli_job_start(&job);
-  const int rc = classify_job(a, &job);
+  int stopped = 0;
+  const int rc = classify_job(a, &job, &pr, &stopped);
   cli_job_end(&job);
+  if (stopped) {
+    fflush(NULL);
+    _exit(rc);
+  }
+  cli_stop_hooks_set(NULL);
   cli_stop_end();
+  pthread_mutex_destroy(&pr.lock);
   return rc;
 }
 
@@ -552,7 +593,10 @@ const cli_command cli_classify = {
                "otherwise. CSV columns: path,status,class,label,probability (+ top-k, + spread and\n"
                "probabilities with --probs, + entropy,mutual_information,agreement with\n"
                "--uncertainty); status is 'ok' or that file's error, and the other\n"
-               "files go on. --threads sets the decoding threads too (default: one per core).\n"
+               "files go on. Text that could drive a terminal is written \\xHH (control bytes,\n"
+               "bytes that are not UTF-8; in CSV paths and labels backslashes too), and a CSV\n"
+               "cell that begins with = + - @ or ' gets a leading ' (not with --csv-formulas).\n"
+               "--threads sets the decoding threads too (default: one per core).\n"
                "Exit status: 0 all classified, 1 fatal error, 2 usage error, 3 some files failed;\n"
                "SIGINT, SIGTERM or SIGHUP stop it within a second, the rows of the files done\n"
                "written whole, with 130, 143 or 129; the same signal again within a second is\n"

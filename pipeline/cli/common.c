@@ -1,5 +1,6 @@
 /* Helpers the subcommands share: opening the pipeline and reading image files as the options
    say, errors, time. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,13 +8,16 @@
 
 #include "cli.h"
 
+/* The message made printable as the library's are (ttp_printable): the paths it names may hold
+   any byte, and the terminal must not take them for commands. */
 int cli_fail(const char* fmt, ...) {
-  fprintf(stderr, "ttapipe: ");
+  char raw[4096], shown[4 * sizeof raw];
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  ttp_printable(raw, shown, sizeof shown);
+  fprintf(stderr, "ttapipe: %s\n", shown);
   return CLI_EXIT_FATAL;
 }
 
@@ -66,6 +70,19 @@ int cli_image_options(const cli_args* a, ttp_image_options* o) {
         o->max_height < 1 || o->max_width > 8192 || o->max_height > 8192)
       return cli_usage_error(a->command, "--max-size must be WxH, each 1..8192, not '%s'", size);
   }
+  const char* pixels = cli_get(a, "max-pixels");
+  if (pixels) { /* N, or N followed by M for millions */
+    char* end;
+    errno = 0;
+    const double v = strtod(pixels, &end);
+    const double n = *end == 'M' || *end == 'm' ? v * 1e6 : v;
+    if (errno || end == pixels || (*end && ((*end != 'M' && *end != 'm') || end[1])) || n < 1 ||
+        n > 8192.0 * 8192.0)
+      return cli_usage_error(a->command, "--max-pixels must be 1..67108864 (8192x8192), or "
+                             "millions as 50M, not '%s'", pixels);
+    o->max_pixels = (uint64_t)n;
+  }
+  o->full_size = cli_flag(a, "full-size");
   return CLI_EXIT_OK;
 }
 

@@ -57,8 +57,9 @@ size_t cli_archive_key(const char* path, size_t n) {
 }
 
 /* The archive key (cli_archive_key) of the row at text[at..end): over its path field's text as
-   written (inside the quotes of a quoted CSV field or of the JSON string). *key: where it
-   starts. */
+   written (inside the quotes of a quoted CSV field or of the JSON string; in CSV after the
+   apostrophe that a cell beginning with '=', '+', '-', '@' or an apostrophe is given, see
+   ttapipe.h: the archive's name as it is). *key: where it starts. */
 static size_t row_key(const char* text, size_t at, size_t end, int csv, const char** key) {
   size_t from = at, to = at;
   *key = text + at;
@@ -75,6 +76,7 @@ static size_t row_key(const char* text, size_t at, size_t end, int csv, const ch
     while (to < end && text[to] != '"') to += text[to] == '\\' ? 2 : 1;
     if (to > end) to = end;
   }
+  if (csv && from < to && text[from] == '\'') from++; /* the cell's mark, not the name */
   *key = text + from;
   return cli_archive_key(text + from, to - from);
 }

@@ -63,8 +63,8 @@ static decoded decode_stb(const input* in) {
 static decoded decode_libjpeg(const input* in) {
   io_raster r;
   ttp_err e = {0};
-  CHECK(io_jpeg_decode(in->jpeg, in->size, in->name, 8192, 8192, &r, &e) == TTP_OK, "%s",
-        e.message);
+  const io_limits full = io_limits_full(8192, 8192);
+  CHECK(io_jpeg_decode(in->jpeg, in->size, in->name, &full, &r, &e) == TTP_OK, "%s", e.message);
   return (decoded){r.width, r.height, r.channels, r.data};
 }
 

@@ -5,7 +5,11 @@
      ttp_fixture pgm PATH ROWS COLS SEED               a binary PGM of random pixels
      ttp_fixture gallery DIR                           images of every kind, good and bad (below)
      ttp_fixture drawn DIR IMAGES LABELS               20 MNIST digits drawn dark on white
-     ttp_fixture onnx MODEL_DIR PATH                   a model directory written as ONNX */
+     ttp_fixture onnx MODEL_DIR PATH                   a model directory written as ONNX
+     ttp_fixture hostile DIR SIDE [scans]              SIDE x SIDE images in small files
+     ttp_fixture big DIR                               a 6000 x 4000 JPEG, a 4096 x 4096 PNG
+     ttp_fixture photo PATH W H SEED                   a synthetic photograph (.png or .jpg)
+   (large_images.h) */
 #include <string.h>
 #include <sys/stat.h>
 
@@ -13,6 +17,7 @@
 #include "fixtures.h"
 #include "io/model_mnistcudnn.h"
 #include "io/preprocess.h"
+#include "large_images.h"
 #include "ttapipe.h"
 
 static long arg(char** argv, int i) { return strtol(argv[i], NULL, 10); }
@@ -141,6 +146,19 @@ int main(int argc, char** argv) {
     gallery(argv[2]);
   } else if (strcmp(what, "drawn") == 0 && argc == 5) {
     drawn(argv[2], argv[3], argv[4]);
+  } else if (strcmp(what, "hostile") == 0 && (argc == 4 || argc == 5)) {
+    mkdir(argv[2], 0755);
+    large_hostile(argv[2], (int)arg(argv, 3), argc == 5 && strcmp(argv[4], "scans") == 0);
+  } else if (strcmp(what, "big") == 0 && argc == 3) {
+    mkdir(argv[2], 0755);
+    large_big(argv[2]);
+  } else if (strcmp(what, "photo") == 0 && argc == 6) {
+    const char* ext = strrchr(argv[2], '.');
+    const int w = (int)arg(argv, 3), h = (int)arg(argv, 4);
+    if (ext && strcmp(ext, ".png") == 0)
+      large_png(argv[2], w, h, 2, 8, large_photo_row, (uint64_t)arg(argv, 5));
+    else
+      large_jpeg(argv[2], w, h, 3, 90, 1, large_photo_row, (uint64_t)arg(argv, 5));
   } else {
     fprintf(stderr, "usage: see the comment at the top of tests/common/fixture_tool.c\n");
     return 2;

@@ -23,11 +23,12 @@ if [ "$size" = small ]; then
   ls "$work/set" | sort | tail -n +$((files + 1)) | sed "s|^|$work/set/|" | xargs rm -f
 fi
 args=(classify --model "$model" --engine "$engine" --tta "$tta")
+. "$(dirname "$0")/timing.sh"
 start=$(date +%s.%N)
 "$ttapipe" "${args[@]}" --threads 2 -o "$work/whole.csv" --quiet "$work/set" ||
   { echo "FAIL: the whole run"; exit 1; }
-took=$(echo "$(date +%s.%N) - $start" | bc)
-rate=$(echo "$files / $took" | bc)
+took=$(calc "$(date +%s.%N) - $start")
+rate=$(awk "BEGIN { printf \"%d\", $files / $took }")
 echo "the whole run: $files files in $took s, $rate files/s ($engine, --tta $tta, 2 threads)"
 # The rows the file must hold: 1,000 at full size, 100 in the sanitized build. The kill comes
 # kill_at seconds in, later on a machine too busy to classify 500 files a second: once a run at
@@ -36,8 +37,8 @@ echo "the whole run: $files files in $took s, $rate files/s ($engine, --tta $tta
 # (the start of the process, and the last flush).
 want=1000
 [ "$size" = small ] && want=100
-later=$(echo "($want * 1.5 + 1024) / $rate + 1.5" | bc -l)
-if [ "$(echo "$later > $kill_at" | bc)" -eq 1 ]; then
+later=$(calc "($want * 1.5 + 1024) / $rate + 1.5")
+if is "$later > $kill_at"; then
   echo "note: $rate files/s (a busy machine?): the kill at $(printf %.1f "$later") s, not $kill_at s"
   kill_at=$(printf %.1f "$later")
 fi

@@ -77,7 +77,7 @@ static void png_fix_crcs(uint8_t* png, size_t size) {
 static ttp_status load(const uint8_t* data, size_t size, const ttp_image_options* o, int rows,
                        int cols, uint8_t* out, ttp_err* e) {
   *e = (ttp_err){0};
-  return io_load_image_bytes(data, size, "fuzz-input", o, rows, cols, out, NULL, e);
+  return io_load_image_bytes(data, size, "fuzz-input", o, rows, cols, out, NULL, NULL, e);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                     "member outside its block");
         uint8_t px[28 * 28];
         ttp_err d = {0};
-        if (io_load_image_bytes(m.bytes, m.size, m.path, &o, 28, 28, px, NULL, &d) != TTP_OK)
+        if (io_load_image_bytes(m.bytes, m.size, m.path, &o, 28, 28, px, NULL, NULL, &d) != TTP_OK)
           FUZZ_ASSERT(d.message[0] && !strchr(d.message, '\n'), "decode: %s", d.message);
       } else {
         FUZZ_ASSERT(strstr(e.message, m.path) == e.message && !strchr(e.message, '\n'),

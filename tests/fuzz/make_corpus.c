@@ -518,6 +518,8 @@ static void args_seeds(void) {
 #define ARGS(s, name, text) {s, name, text, sizeof text - 1}
       ARGS(0, "classify", "--model\0m\0-o\0out.csv\0--tta\0005\0--tta-contrast\0000.9,1.1\0dir"),
       ARGS(0, "classify_files_from", "--model=m\0--files-from\0-\0--null\0--\0-x.png"),
+      ARGS(0, "classify_csv_formulas", "--model\0m\0--csv-formulas\0--resume\0-o\0o.csv\0"
+                                       "=cmd|calc.png\0\x1b[2J.png"),
       ARGS(1, "eval", "--model\0m\0--images\0x\0--labels\0y\0--batch\00064\0--seed\0"
                       "18446744073709551615"),
       ARGS(2, "info", "--model\0m"),

@@ -8,7 +8,8 @@
      image (pixels, ends of line after the last row's, moves), where an end of line after the
      last row and a move inside the image are read;
    - JPEG (io/jpeg.c, libjpeg-turbo): CMYK to RGB, progressive and arithmetic files near their
-     source, bytes after the end ignored, a cut file and a file of more than 500 scans refused;
+     source, bytes after the end ignored, a cut file refused, a file of 100 scans read and one
+     of 101 refused from its markers, before any scan is decoded;
    - PNG (io/png.c): image data shorter than its header, a chunk longer than the file, an IHDR
      of a colour type and bit depth that do not go together, and a wrong CRC on any chunk the
      reader reads refused (an ancillary chunk's is not read); image data longer than its header,
@@ -29,10 +30,12 @@
 #include "tests/common/check.h"
 #include "tests/common/fixtures.h"
 
+static const io_limits full = {8192, 8192, (uint64_t)8192 * 8192, 0, 0, NULL};
+
 static io_raster decode(const uint8_t* bytes, size_t size, const char* what) {
   io_raster r;
   ttp_err e = {0};
-  CHECK(io_decode(bytes, size, what, 8192, 8192, &r, &e) == TTP_OK, "%s: %s", what, e.message);
+  CHECK(io_decode(bytes, size, what, &full, &r, &e) == TTP_OK, "%s: %s", what, e.message);
   return r;
 }
 
@@ -40,7 +43,7 @@ static void expect_refused(const uint8_t* bytes, size_t size, const char* what,
                            const char* fragment) {
   io_raster r;
   ttp_err e = {0};
-  CHECK(io_decode(bytes, size, what, 8192, 8192, &r, &e) == TTP_ERR_FORMAT, "%s: accepted", what);
+  CHECK(io_decode(bytes, size, what, &full, &r, &e) == TTP_ERR_FORMAT, "%s: accepted", what);
   EXPECT_MESSAGE(e.message, what, fragment);
   CHECK(!r.data, "%s: pixels left behind", what);
 }
@@ -341,15 +344,32 @@ static void test_jpeg(test_rng* rng) {
     free(file);
   }
 
-  /* 630 scans: each AC coefficient alone, sent one bit at a time in 10 passes (a valid file). */
-  static jpeg_scan_info scans[1 + 63 * 10];
+  /* Scans counted before anything is decoded: a file of 100 scans is read (the DC, each AC
+     coefficient's first bit alone, then the last bit of the first 36), the same with one more
+     refused for its count; and with the fifth scan's header broken (an empty band, Ss > Se:
+     what libjpeg refuses once it reaches that scan), still refused for its count. */
+  static jpeg_scan_info scans[1 + 63 + 37];
   int n = 0;
   scans[n++] = (jpeg_scan_info){1, {0}, 0, 0, 0, 0};
-  for (int k = 1; k <= 63; k++)
-    for (int al = 9; al >= 0; al--)
-      scans[n++] = (jpeg_scan_info){1, {0}, k, k, al == 9 ? 0 : al + 1, al};
+  for (int k = 1; k <= 63; k++) scans[n++] = (jpeg_scan_info){1, {0}, k, k, 0, 1};
+  for (int k = 1; k <= 37; k++) scans[n++] = (jpeg_scan_info){1, {0}, k, k, 1, 0};
+  size = jpeg_file(W, H, 1, drawing, 90, 0, 0, scans, n - 1, &file);
+  io_raster hundred = decode(file, size, "100scans.jpg");
+  double diff = 0;
+  for (int i = 0; i < W * H; i++) diff += fabs((double)hundred.data[i] - drawing[i]);
+  CHECK(diff / (W * H) < 8, "100 scans: %.2f levels from the drawing on average", diff / (W * H));
+  io_raster_free(&hundred);
+  free(file);
   size = jpeg_file(W, H, 1, drawing, 90, 0, 0, scans, n, &file);
-  expect_refused(file, size, "scans.jpg", "more than 500 progressive scans");
+  expect_refused(file, size, "101scans.jpg", "corrupt image (JPEG of more than 100 scans)");
+  int seen = 0;
+  for (size_t at = 0; at + 10 < size; at++)
+    if (file[at] == 0xff && file[at + 1] == 0xda && ++seen == 5) { /* Ns 1: Cs Tda Ss Se AhAl */
+      file[at + 7] = 63, file[at + 8] = 1;
+      break;
+    }
+  CHECK(seen == 5, "the file has %d scans", seen);
+  expect_refused(file, size, "101broken.jpg", "corrupt image (JPEG of more than 100 scans)");
   free(file);
   (void)rng;
 }
@@ -522,7 +542,7 @@ static void test_png_crc(test_rng* rng) {
   for (int k = 0; k < 2; k++) {
     io_raster t;
     ttp_err e = {0};
-    CHECK(io_decode(odd[k].bytes, odd[k].size, "odd.png", 8192, 8192, &t, &e) == TTP_ERR_FORMAT,
+    CHECK(io_decode(odd[k].bytes, odd[k].size, "odd.png", &full, &t, &e) == TTP_ERR_FORMAT,
           "odd chunk type %d: accepted", k);
     EXPECT_MESSAGE(e.message, "odd.png", odd[k].fragment);
     for (const char* m = e.message; *m; m++)
@@ -552,7 +572,7 @@ static void test_pnm_sign(test_rng* rng) {
     for (int i = 0; i < 28 * 28 * 3; i++) file[n + i] = (uint8_t)test_int(rng, 1, 255);
     io_raster r;
     ttp_err e = {0};
-    CHECK(io_decode(file, n + 28 * 28 * 3, "signed.pnm", 8192, 8192, &r, &e) == TTP_ERR_FORMAT,
+    CHECK(io_decode(file, n + 28 * 28 * 3, "signed.pnm", &full, &r, &e) == TTP_ERR_FORMAT,
           "%s: accepted", cases[k].header);
     EXPECT_MESSAGE(e.message, "signed.pnm", cases[k].fragment);
     CHECK(!strstr(e.message, "missing"), "%s", e.message);
@@ -577,7 +597,8 @@ static void test_exact_size(test_rng* rng) {
     ttp_image_options o;
     ttp_image_options_init(&o);
     o.invert = (ttp_invert)(t % 3);
-    io_raster a = {C, R, 1, grey}, b = {C, R, 2, ga};
+    io_raster a = {.width = C, .height = R, .channels = 1, .data = grey};
+    io_raster b = {.width = C, .height = R, .channels = 2, .data = ga};
     ttp_err e = {0};
     memset(fast, 0x5a, sizeof fast), memset(general, 0xa5, sizeof general);
     CHECK(io_preprocess(&a, &o, R, C, fast, &e) == TTP_OK &&

@@ -82,7 +82,7 @@ static void test_resample(test_rng* rng) {
 
 static void test_grey(void) {
   uint8_t px[4 * 4] = {255, 0, 0, 255, 0, 255, 0, 128, 0, 0, 255, 0, 10, 20, 30, 255};
-  io_raster r = {4, 1, 4, px};
+  io_raster r = {.width = 4, .height = 1, .channels = 4, .data = px};
   io_grey g;
   ttp_err e = {0};
   CHECK(io_to_grey(&r, &g, &e) == TTP_OK, "%s", e.message);
@@ -91,7 +91,7 @@ static void test_grey(void) {
   CHECK(test_compare("grey", g.v, want, 4, 1e-6, 0) == 0, "RGBA to grey");
   io_grey_free(&g);
   uint8_t ga[4] = {100, 255, 100, 0}; /* grey + alpha: opaque, then fully transparent */
-  io_raster r2 = {2, 1, 2, ga};
+  io_raster r2 = {.width = 2, .height = 1, .channels = 2, .data = ga};
   CHECK(io_to_grey(&r2, &g, &e) == TTP_OK, "%s", e.message);
   double want2[2] = {100 / 255.0, 1.0};
   CHECK(test_compare("grey+alpha", g.v, want2, 2, 1e-6, 0) == 0, "GA to grey");
@@ -148,7 +148,7 @@ static void test_polarity(void) {
   enum { W = 40, H = 30 };
   uint8_t px[W * H];
   for (int i = 0; i < W * H; i++) px[i] = (i % W > 15 && i % W < 20) ? 10 : 245;
-  io_raster r = {W, H, 1, px};
+  io_raster r = {.width = W, .height = H, .channels = 1, .data = px};
   ttp_image_options o;
   ttp_image_options_init(&o);
   uint8_t out[28 * 28];
