@@ -16,7 +16,7 @@
 
 #include "../augment/tta_core.h"
 #include "error.h"
-#include "model.h"
+#include "../model/model.h"
 #include "stream.h"
 
 #ifdef __cplusplus

@@ -6,8 +6,8 @@
 
 #include "../augment/merge.h"
 #include "../augment/tta.h"
-#include "../io/model_mnistcudnn.h"
-#include "../io/model_onnx.h"
+#include "../model/mnistcudnn.h"
+#include "../model/onnx.h"
 #include "cpu/cpu_engine.h"
 #include "pipeline_internal.h"
 

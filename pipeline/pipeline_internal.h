@@ -6,7 +6,7 @@
 #include "../augment/tta_core.h"
 #include "engine.h"
 #include "error.h"
-#include "model.h"
+#include "../model/model.h"
 #include "stream.h"
 #include "ttapipe.h"
 

@@ -11,7 +11,7 @@
 
 #include "../../augment/tta.h"
 #include "../engine.h"
-#include "../model.h"
+#include "../../model/model.h"
 
 typedef struct cpu_engine cpu_engine;
 

@@ -17,7 +17,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "../error.h"
-#include "../model.h"
+#include "../../model/model.h"
 
 typedef struct onednn_net onednn_net;
 

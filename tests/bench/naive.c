@@ -18,7 +18,7 @@
 #include "augment/merge_kernel.h"
 #include "augment/tta.h"
 #include "augment/tta_kernel.h"
-#include "io/model_mnistcudnn.h"
+#include "model/mnistcudnn.h"
 #include "pipeline/clock.h"
 #include "pipeline/cudnn/cudnn_engine.h"
 #include "pipeline/cudnn/cudnn_kernels.h"

@@ -10,7 +10,7 @@
 
 #include "augment/merge_kernel.h"
 #include "augment/tta.h"
-#include "io/model_mnistcudnn.h"
+#include "model/mnistcudnn.h"
 #include "pipeline/engine.h"
 #include "pipeline/fused/fused_engine.h"
 #include "tests/common/check.h"

@@ -15,7 +15,7 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "io/model_mnistcudnn.h"
+#include "model/mnistcudnn.h"
 #include "io/preprocess.h"
 #include "large_images.h"
 #include "ttapipe.h"

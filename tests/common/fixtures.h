@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pipeline/model.h"
+#include "model/model.h"
 #include "ttapipe.h"
 
 typedef struct fixture_file {

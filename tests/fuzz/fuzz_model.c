@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "io/model_mnistcudnn.h"
+#include "model/mnistcudnn.h"
 
 static const struct {
   const char* name;

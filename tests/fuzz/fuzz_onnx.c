@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "io/model_onnx.h"
+#include "model/onnx.h"
 #include "pipeline/cpu/cpu_engine.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

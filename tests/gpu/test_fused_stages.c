@@ -24,7 +24,7 @@
 #include "augment/merge.h"
 #include "augment/tta.h"
 #include "augment/merge_kernel.h"
-#include "io/model_mnistcudnn.h"
+#include "model/mnistcudnn.h"
 #include "pipeline/cpu/cpu_layers.h"
 #include "pipeline/engine.h"
 #include "pipeline/fused/fused_engine.h"

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "pipeline/engine.h"
-#include "pipeline/model.h"
+#include "model/model.h"
 #include "tests/common/check.h"
 #include "ttapipe.h"
 

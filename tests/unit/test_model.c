@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "../common/check.h"
-#include "pipeline/model.h"
+#include "model/model.h"
 
 static model* lenet(void) {
   ttp_err e = {0};

@@ -9,7 +9,7 @@
 
 #include "../common/check.h"
 #include "../common/fixtures.h"
-#include "io/model_mnistcudnn.h"
+#include "model/mnistcudnn.h"
 #include "ttapipe.h"
 
 enum { SEED = 7 };

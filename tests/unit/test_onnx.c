@@ -1,4 +1,4 @@
-/* ONNX models (io/model_onnx.c). A model written as ONNX (tests/common/onnx_writer.c) in the
+/* ONNX models (model/onnx.c). A model written as ONNX (tests/common/onnx_writer.c) in the
    variants an exporter may write (raw or typed initializers, Gemm's weights either way round,
    Flatten/Dropout/Identity nodes, logits without a softmax) reads back as the same layers and
    weights, bit for bit, and classifies on the CPU engine as its mnistCUDNN directory does (the
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/model_mnistcudnn.h"
-#include "io/model_onnx.h"
+#include "model/mnistcudnn.h"
+#include "model/onnx.h"
 #include "tests/common/check.h"
 #include "tests/common/fixtures.h"
 #include "ttapipe.h"

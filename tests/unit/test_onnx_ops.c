@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/model_onnx.h"
+#include "model/onnx.h"
 #include "onnx.pb-c.h"
 #include "tests/common/check.h"
 #include "tests/common/fixtures.h"

@@ -1,5 +1,5 @@
-/* Class names: see model_labels.h. */
-#include "model_labels.h"
+/* Class names: see labels.h. */
+#include "labels.h"
 
 #include <stdlib.h>
 #include <string.h>

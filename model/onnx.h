@@ -1,15 +1,15 @@
 /* ONNX models (a ModelProto file, as PyTorch's torch.onnx.export writes it): the graph must be a
    chain, each node taking the output of the one before, of the operators ttapipe's layers
    implement, with every weight an initializer inside the file and every shape static. */
-#ifndef TTP_IO_MODEL_ONNX_H
-#define TTP_IO_MODEL_ONNX_H
+#ifndef TTP_MODEL_ONNX_H
+#define TTP_MODEL_ONNX_H
 
-#include "../pipeline/model.h"
+#include "model.h"
 
 /* The largest ONNX file read (the shipped LeNet is 1.7 MB). */
 enum { ONNX_MAX_BYTES = 256 << 20 };
 
-/* Reads path into a model (pipeline/model.h) and checks it (model_check). Operators: Conv (group
+/* Reads path into a model (model.h) and checks it (model_check). Operators: Conv (group
    1, no dilation, equal strides, symmetric equal padding), MaxPool (no padding, no ceil mode),
    Relu, Gemm (alpha = beta = 1; B as [out][in] with transB = 1 or [in][out] with transB = 0),
    Flatten (axis 1) and Reshape to one row a image, LRN, Softmax over a flat vector,

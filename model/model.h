@@ -1,4 +1,4 @@
-/* The model: a list of layers with their weights in host memory, built once (by a reader in io/)
+/* The model: a list of layers with their weights in host memory, built once (by a reader here: onnx.h, mnistcudnn.h)
    and then only read by the engines. model_infer_shapes walks the list from the input, works out
    every layer's input and output shape and weight sizes, and refuses a layer that does not fit;
    model_check adds that every weight is present and the labels match the classes. After
@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "error.h"
+#include "../pipeline/error.h"
 
 typedef enum model_op {
   MODEL_CONV,    /* cross-correlation K x C x R x S, stride, zero padding, + bias */

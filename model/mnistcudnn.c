@@ -1,6 +1,6 @@
-/* Reads a model directory in the mnistCUDNN layout into a model (pipeline/model.h).
+/* Reads a model directory in the mnistCUDNN layout into a model (model.h).
    The network is the sample's, not described by the files: they hold weights only. */
-#include "model_mnistcudnn.h"
+#include "mnistcudnn.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "file.h"
-#include "model_labels.h"
+#include "../io/file.h"
+#include "labels.h"
 
 enum { LABELS_MAX_BYTES = 1 << 20 };
 
@@ -85,7 +85,7 @@ static ttp_status read_weights(const char* dir, model* m, ttp_err* e) {
   return TTP_OK;
 }
 
-/* labels.txt, optional: model_labels.h's text, one name a line. */
+/* labels.txt, optional: labels.h's text, one name a line. */
 static ttp_status read_labels(const char* dir, model* m, ttp_err* e) {
   char path[PATH_MAX];
   TRY(io_join(path, sizeof path, dir, "labels.txt", e));

@@ -1,6 +1,6 @@
-/* Reads an ONNX model (a chain of supported operators) into a model: see model_onnx.h. The
+/* Reads an ONNX model (a chain of supported operators) into a model: see onnx.h. The
    protobuf parser is protoc-c's, generated at build time from Debian's onnx.proto. */
-#include "model_onnx.h"
+#include "onnx.h"
 
 #include <float.h>
 #include <math.h>
@@ -11,8 +11,8 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "file.h"
-#include "model_labels.h"
+#include "../io/file.h"
+#include "labels.h"
 #include "onnx.pb-c.h"
 
 enum { OPSET_LOW = 7, OPSET_HIGH = 21, INPUT_LOW = TTP_MIN_SIDE, INPUT_HIGH = TTP_MAX_SIDE };

@@ -2,10 +2,10 @@
    no header (conv1.bin, conv1.bias.bin, conv2.bin, conv2.bias.bin, ip1.bin, ip1.bias.bin,
    ip2.bin, ip2.bias.bin) for the sample's fixed LeNet, and an optional labels.txt with one class
    name per line. */
-#ifndef TTP_IO_MODEL_MNISTCUDNN_H
-#define TTP_IO_MODEL_MNISTCUDNN_H
+#ifndef TTP_MODEL_MNISTCUDNN_H
+#define TTP_MODEL_MNISTCUDNN_H
 
-#include "../pipeline/model.h"
+#include "model.h"
 
 /* Builds the sample's network, reads its weights from dir and checks the result (model_check).
    Refuses, naming the file: a missing file, a size other than the layer needs (with the expected
