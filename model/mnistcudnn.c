@@ -18,10 +18,10 @@ enum { LABELS_MAX_BYTES = 1 << 20 };
 /* The sample's network on a 1 x 28 x 28 input. No activation after the convolutions; LRN over
    the 500 channels of ip1 after its ReLU. Weights come from <name>.bin and <name>.bias.bin. */
 static const model_layer network[] = {
-    {.op = MODEL_CONV, .name = "conv1", .p.conv = {.k = 20, .r = 5, .s = 5, .stride = 1}},
-    {.op = MODEL_MAXPOOL, .name = "pool1", .p.pool = {.r = 2, .s = 2, .stride = 2}},
-    {.op = MODEL_CONV, .name = "conv2", .p.conv = {.k = 50, .r = 5, .s = 5, .stride = 1}},
-    {.op = MODEL_MAXPOOL, .name = "pool2", .p.pool = {.r = 2, .s = 2, .stride = 2}},
+    {.op = MODEL_CONV, .name = "conv1", .p.conv = {.k = 20, .groups = 1, .w = {5, 5, 1, 1, 0, 0, 0, 0, 1, 1}}},
+    {.op = MODEL_MAXPOOL, .name = "pool1", .p.pool = {.w = {2, 2, 2, 2, 0, 0, 0, 0, 1, 1}}},
+    {.op = MODEL_CONV, .name = "conv2", .p.conv = {.k = 50, .groups = 1, .w = {5, 5, 1, 1, 0, 0, 0, 0, 1, 1}}},
+    {.op = MODEL_MAXPOOL, .name = "pool2", .p.pool = {.w = {2, 2, 2, 2, 0, 0, 0, 0, 1, 1}}},
     {.op = MODEL_FC, .name = "ip1", .p.fc = {.out = 500}},
     {.op = MODEL_RELU, .name = "relu1"},
     {.op = MODEL_LRN, .name = "norm1", .p.lrn = {.n = 5, .alpha = 1e-4, .beta = 0.75, .k = 1.0}},

@@ -1,8 +1,10 @@
-/* The model: a list of layers with their weights in host memory, built once (by a reader here: onnx.h, mnistcudnn.h)
-   and then only read by the engines. model_infer_shapes walks the list from the input, works out
-   every layer's input and output shape and weight sizes, and refuses a layer that does not fit;
-   model_check adds that every weight is present and the labels match the classes. After
-   model_check an engine may trust every shape and size in the model.
+/* The model: layers in topological order, each reading earlier values (the network's input, or
+   earlier layers' outputs) and making one; with their weights in host memory. Built once by a
+   reader here (onnx.h, mnistcudnn.h) and then only read by the engines. model_infer_shapes
+   walks the layers in order, works out every layer's input and output shape and weight sizes,
+   and refuses a layer that does not fit; model_check adds that every weight is present and the
+   labels match the classes. After model_check an engine may trust every shape and size in the
+   model. Most models are chains (model_is_chain): each layer reads the one before.
 
    Shapes are of one image (one augmented copy): channels c, rows h, columns w, in that order in
    memory (CHW). Engines put the batch dimension in front. */
@@ -14,18 +16,40 @@
 #include "../pipeline/error.h"
 
 typedef enum model_op {
-  MODEL_CONV,    /* cross-correlation K x C x R x S, stride, zero padding, + bias */
-  MODEL_MAXPOOL, /* R x S window, stride, padding (never chosen: -infinity); NaN propagates */
+  MODEL_CONV,    /* cross-correlation K x C/groups x R x S over the window (stride, padding,
+                    dilation), + bias */
+  MODEL_MAXPOOL, /* over the window (padding never chosen: -infinity); NaN propagates */
   MODEL_RELU,
   MODEL_FC,      /* weights row-major [out][in] over the CHW-flattened input, + bias */
   MODEL_LRN,     /* across channels, cuDNN's definition (see cpu_layers.h) */
   MODEL_SOFTMAX, /* over the whole C x H x W vector of an image */
-  MODEL_AVGPOOL, /* R x S window, stride, zero padding; the divisor R x S (count_pad) or the
-                    window's positions inside the input */
+  MODEL_AVGPOOL, /* over the window; the divisor its positions inside the padded input
+                    (count_pad) or inside the input */
   MODEL_LEAKY_RELU, /* y = x for x >= 0, alpha x below */
   MODEL_SIGMOID,    /* y = 1 / (1 + exp(-x)) */
   MODEL_TANH,
   MODEL_CLIP,       /* y = min(max(x, lo), hi); NaN propagates */
+  MODEL_ADD,        /* the sum of its inputs (2 to MODEL_MAX_INPUTS), elementwise; an input after
+                       the first may be broadcast from C x 1 x 1 or 1 x 1 x 1 */
+  MODEL_SUB,        /* inputs[0] - inputs[1], broadcast as MODEL_ADD's */
+  MODEL_MUL,        /* inputs[0] * inputs[1] (squeeze-and-excitation's gate), broadcast so */
+  MODEL_DIV,        /* inputs[0] / inputs[1], broadcast so */
+  MODEL_AFFINE,     /* per channel: x scale[c] + shift[c] (weights: scale, bias: shift; C each, or
+                       1 for every channel): a BatchNorm that does not fold, a constant's Add,
+                       Sub, Mul or Div */
+  MODEL_CONCAT,     /* its inputs' channels, one input after the other (the same H x W) */
+  MODEL_SLICE,      /* channels c0 .. c1 - 1; rows h0, h0 + step_h, ...; columns likewise: a
+                       Split's part, a Slice with steps (x[:, :, ::2, ::2]) */
+  MODEL_PAD,        /* value before and after the channels, rows and columns */
+  MODEL_SHUFFLE,    /* channel shuffle of g groups: input channel i (C/g) + j is output j g + i */
+  MODEL_HARDSWISH,  /* x min(max(x + 3, 0), 6) / 6 */
+  MODEL_HARDSIGMOID, /* min(max(alpha x + beta, 0), 1) */
+  MODEL_GELU,       /* x (1 + erf(x / sqrt 2)) / 2 */
+  MODEL_ERF,
+  MODEL_ELU,        /* x for x > 0, alpha (exp(x) - 1) below */
+  MODEL_PRELU,      /* x for x >= 0, slope[c] x below (weights: C slopes, or 1 for every channel) */
+  MODEL_SOFTPLUS,   /* log(1 + exp(x)) */
+  MODEL_MISH,       /* x tanh(softplus(x)) */
   MODEL_OP_COUNT
 } model_op;
 
@@ -33,25 +57,58 @@ typedef struct model_shape {
   int c, h, w;
 } model_shape;
 
+/* A convolution's or pooling's window over the input: R x S positions, stride_h rows and
+   stride_w columns apart, dil_h and dil_w apart within the window (1: next to each other), over
+   the input padded with pad_t rows on top, pad_b below, pad_l columns left and pad_r right. */
+typedef struct model_window {
+  int r, s;
+  int stride_h, stride_w;
+  int pad_t, pad_l, pad_b, pad_r;
+  int dil_h, dil_w;
+} model_window;
+
+/* The values a layer reads: 0 is the network's input, i + 1 layer i's output. */
+enum { MODEL_MAX_INPUTS = 32 };
+
 typedef struct model_layer {
   model_op op;
   char name[32];
+  int inputs[MODEL_MAX_INPUTS]; /* model_add sets inputs[0] to the last value: a chain */
+  int input_count;
   union {
-    struct { int k, r, s, stride, pad; } conv; /* k output channels, r x s filter */
-    struct { int r, s, stride, pad, count_pad; } pool; /* maxpool and avgpool; pad < r, s */
+    struct { int k, groups; model_window w; } conv; /* k output channels */
+    struct { model_window w; int count_pad, ceil; } pool; /* maxpool and avgpool; ceil: the
+                       output's size rounded up (a last window may pass the padding) */
     struct { int out; } fc;
     struct { int n; double alpha, beta, k; } lrn;
     struct { float alpha; } leaky;
     struct { float lo, hi; } clip;
+    struct { int c0, c1, h0, w0, step_h, step_w; } slice;
+    struct { int c0, c1, h0, h1, w0, w1; float value; } pad; /* before and after */
+    struct { int groups; } shuffle;
+    struct { float alpha, beta; } hard; /* hardsigmoid */
+    struct { float alpha; } elu;
   } p;
-  float* weights; /* conv: k x c x r x s; fc: out x in; owned by the model */
-  float* bias;    /* conv: k; fc: out; owned by the model; NULL means no bias */
+  float* weights; /* conv: k x c/groups x r x s; fc: out x in; affine: scale; prelu: slopes;
+                     owned by the model */
+  float* bias;    /* conv: k; fc: out; affine: shift; owned by the model; NULL means no bias */
 
   /* Set by model_infer_shapes: */
-  model_shape in, out;
+  model_shape in, out;             /* in: inputs[0]'s shape */
   size_t weight_count, bias_count; /* 0 for layers without weights */
   double macs;                     /* multiply-adds per image (conv and fc only) */
 } model_layer;
+
+/* The window of r x s positions, stride and padding the same on every side, no dilation: what
+   every engine takes. */
+static inline model_window model_window_of(int r, int s, int stride, int pad) {
+  return (model_window){r, s, stride, stride, pad, pad, pad, pad, 1, 1};
+}
+/* Whether w is such a window (model_window_of's). */
+static inline int model_window_plain(const model_window* w) {
+  return w->stride_h == w->stride_w && w->pad_t == w->pad_l && w->pad_t == w->pad_b &&
+         w->pad_t == w->pad_r && w->dil_h == 1 && w->dil_w == 1;
+}
 
 /* How pixels become the network's input, after the augmentation: (v - mean[c]) / std[c] for
    channel c, v the augmented copy's value in [0, 1] (the pixel / 255 for copy 0). */
@@ -83,10 +140,15 @@ typedef struct model {
 model* model_new(model_shape input, ttp_err* e);
 void model_free(model* m);
 
-/* Appends a layer of the given op with all parameters zero; the caller sets l->p and, after
-   model_infer_shapes, the weights. Returns NULL (recorded) when out of memory. */
+/* Appends a layer of the given op with all parameters zero, reading the last value (the
+   network's input, or the last layer's output: a chain); the caller sets l->p (and other
+   inputs) and, after model_infer_shapes, the weights. Returns NULL (recorded) when out of
+   memory. */
 model_layer* model_add(model* m, model_op op, const char* name, ttp_err* e);
 
+/* Every layer's input and output shapes and weight sizes, in order, from the values it reads
+   (each an earlier one: the layers are in topological order); refuses a layer whose inputs do
+   not fit it. */
 ttp_status model_infer_shapes(model* m, ttp_err* e);
 ttp_status model_check(model* m, ttp_err* e);
 
@@ -97,6 +159,13 @@ void model_describe(const model_layer* l, char* buf, size_t n);
 
 /* Largest C x H x W over the input and every layer's output: the size of an activation buffer. */
 size_t model_max_activation(const model* m);
+
+/* The shape of value v (0: the input, i + 1: layer i's output). */
+model_shape model_value_shape(const model* m, int v);
+
+/* Whether every layer reads the one before it alone (the input, for the first): a chain, what
+   the engines that run layer after layer take. 0, and the first layer that does not, in *at. */
+int model_is_chain(const model* m, int* at);
 /* Weights plus biases of every layer. */
 long long model_parameter_count(const model* m);
 

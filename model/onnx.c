@@ -255,8 +255,8 @@ static ttp_status conv_node(reader* r, size_t k) {
   pad += take_pad(r);
   model_layer* l = add(r, k, MODEL_CONV);
   if (!l) return r->e->status;
-  l->p.conv.k = (int)w->dims[0], l->p.conv.r = (int)kernel[0], l->p.conv.s = (int)kernel[1];
-  l->p.conv.stride = (int)stride[0], l->p.conv.pad = (int)pad;
+  l->p.conv.k = (int)w->dims[0], l->p.conv.groups = 1;
+  l->p.conv.w = model_window_of((int)kernel[0], (int)kernel[1], (int)stride[0], (int)pad);
   r->plan[k].weights = w, r->plan[k].bias = b;
   return TTP_OK;
 }
@@ -303,8 +303,8 @@ static ttp_status pool_node(reader* r, size_t k, model_op op) {
                       (long long)kernel[0], (long long)kernel[1]);
   model_layer* l = add(r, k, op);
   if (!l) return r->e->status;
-  l->p.pool.r = (int)kernel[0], l->p.pool.s = (int)kernel[1], l->p.pool.stride = (int)stride[0];
-  l->p.pool.pad = (int)pad, l->p.pool.count_pad = count_pad;
+  l->p.pool.w = model_window_of((int)kernel[0], (int)kernel[1], (int)stride[0], (int)pad);
+  l->p.pool.count_pad = count_pad;
   return TTP_OK;
 }
 

@@ -92,7 +92,13 @@ typedef struct engine_entry {
   /* A CPU engine this build lacks (supports NULL): why, for the error of a caller who names it.
      NULL for the GPU engines, whose absence is TTP_ERR_NO_GPU. */
   const char* absent;
+  int graphs; /* it runs any graph of the layers it supports (model.h); 0: chains alone */
 } engine_entry;
+
+/* Whether l's window (a convolution's or a pooling's) is one every engine takes: a stride and a
+   padding the same on every side, no dilation, one group, no ceil mode; if not, why into why.
+   Other layers: 1. */
+int engine_plain_windows(const model_layer* l, char* why, size_t n);
 
 #ifndef __cplusplus
 /* Whether a cancel flag (engine_config.cancel, kept by the engine) is set. */

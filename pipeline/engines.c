@@ -22,6 +22,7 @@ static const engine_entry cpu_entry = {
     .supports = cpu_engine_supports,
     .host = &cpu_engine_ops,
     .run_layer = cpu_engine_run_layer,
+    .graphs = 1,
 };
 
 #if TTAPIPE_HAVE_CUDA
@@ -80,6 +81,19 @@ const engine_entry* engine_find(ttp_engine id) {
   return NULL;
 }
 
+int engine_plain_windows(const model_layer* l, char* why, size_t n) {
+  const model_window* w = l->op == MODEL_CONV ? &l->p.conv.w
+                          : l->op == MODEL_MAXPOOL || l->op == MODEL_AVGPOOL ? &l->p.pool.w
+                                                                             : NULL;
+  if (!w) return 1;
+  const int grouped = l->op == MODEL_CONV && l->p.conv.groups > 1;
+  const int ceil = l->op != MODEL_CONV && l->p.pool.ceil;
+  if (model_window_plain(w) && !grouped && !ceil) return 1;
+  snprintf(why, n, "a window other than one stride and one padding on every side, without "
+           "dilation, groups or ceil mode (%s %s): not yet", model_op_name(l->op), l->name);
+  return 0;
+}
+
 ttp_status engine_check_model(const engine_entry* engine, const model* m, const engine_config* c,
                               ttp_err* e) {
   if (!engine->supports && engine->absent)
@@ -88,6 +102,14 @@ ttp_status engine_check_model(const engine_entry* engine, const model* m, const 
     return ERR(e, TTP_ERR_NO_GPU, "engine %s: this ttapipe was built without GPU support "
                "(TTAPIPE_CUDA=OFF)", engine->name);
   char why[320] = "";
+  int at;
+  if (!engine->graphs && !model_is_chain(m, &at)) {
+    const model_layer* l = &m->layers[at];
+    return ERR(e, TTP_ERR_MODEL, "engine %s runs chains of layers alone, each reading the one "
+               "before; layer %s (%s) reads %d input%s, the first value %d of the model's %d",
+               engine->name, l->name, model_op_name(l->op), l->input_count,
+               l->input_count == 1 ? "" : "s", l->inputs[0], at);
+  }
   for (int i = 0; i < m->layer_count; i++)
     if (!engine->supports(&m->layers[i], c, why, sizeof why))
       return ERR(e, TTP_ERR_MODEL, "engine %s cannot run layer %s (%s): %s", engine->name,

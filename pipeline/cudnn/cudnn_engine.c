@@ -33,6 +33,7 @@
 
 int cudnn_supports(const model_layer* l, const engine_config* c, char* why, size_t n) {
   (void)c;
+  if (!engine_plain_windows(l, why, n)) return 0;
   switch (l->op) {
     case MODEL_CONV:
     case MODEL_MAXPOOL:

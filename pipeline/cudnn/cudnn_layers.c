@@ -183,17 +183,17 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   TRY(upload_weights(ctx, L, e));
   CUDNN_TRY(e, cudnnCreateFilterDescriptor(&L->filter));
   CUDNN_TRY(e, cudnnSetFilter4dDescriptor(L->filter, ctx->dnn_type, CUDNN_TENSOR_NCHW, l->p.conv.k,
-                                          l->in.c, l->p.conv.r, l->p.conv.s));
+                                          l->in.c, l->p.conv.w.r, l->p.conv.w.s));
   CUDNN_TRY(e, cudnnCreateConvolutionDescriptor(&L->conv));
-  CUDNN_TRY(e, cudnnSetConvolution2dDescriptor(L->conv, l->p.conv.pad, l->p.conv.pad,
-                                               l->p.conv.stride, l->p.conv.stride, 1, 1,
+  CUDNN_TRY(e, cudnnSetConvolution2dDescriptor(L->conv, l->p.conv.w.pad_t, l->p.conv.w.pad_t,
+                                               l->p.conv.w.stride_h, l->p.conv.w.stride_h, 1, 1,
                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   /* fp32 stays on FMA math: cuDNN's default math would allow TF32 on this hardware. */
   CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, ctx->half ? CUDNN_TENSOR_OP_MATH
                                                               : CUDNN_FMA_MATH));
   conv_choice pick = {.key = {ctx->choice_device, ctx->half, ctx->canonical_rows, l->in.c, l->in.h,
-                              l->in.w, l->p.conv.k, l->p.conv.r, l->p.conv.s, l->p.conv.stride,
-                              l->p.conv.pad}};
+                              l->in.w, l->p.conv.k, l->p.conv.w.r, l->p.conv.w.s,
+                              l->p.conv.w.stride_h, l->p.conv.w.pad_t}};
   ttp_status s = TTP_OK;
   int remembered = 0;
   pthread_mutex_lock(&conv_choice_lock);
@@ -255,9 +255,9 @@ static ttp_status pool_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
                                                         : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
   TRY(plan_tensors(ctx, L, e));
   CUDNN_TRY(e, cudnnCreatePoolingDescriptor(&L->pool));
-  CUDNN_TRY(e, cudnnSetPooling2dDescriptor(L->pool, mode, CUDNN_PROPAGATE_NAN, l->p.pool.r,
-                                           l->p.pool.s, l->p.pool.pad, l->p.pool.pad,
-                                           l->p.pool.stride, l->p.pool.stride));
+  CUDNN_TRY(e, cudnnSetPooling2dDescriptor(L->pool, mode, CUDNN_PROPAGATE_NAN, l->p.pool.w.r,
+                                           l->p.pool.w.s, l->p.pool.w.pad_t, l->p.pool.w.pad_t,
+                                           l->p.pool.w.stride_h, l->p.pool.w.stride_h));
   return TTP_OK;
 }
 

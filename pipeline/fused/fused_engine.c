@@ -13,7 +13,8 @@
 
 int fused_supports(const model_layer* l, const engine_config* c, char* why, size_t n) {
   (void)c;
-  if (l->op == MODEL_CONV || (l->op == MODEL_MAXPOOL && l->p.pool.pad == 0) ||
+  if (!engine_plain_windows(l, why, n)) return 0;
+  if (l->op == MODEL_CONV || (l->op == MODEL_MAXPOOL && l->p.pool.w.pad_t == 0) ||
       l->op == MODEL_RELU || l->op == MODEL_FC || l->op == MODEL_LRN || l->op == MODEL_SOFTMAX)
     return 1;
   snprintf(why, n, "no fused kernel for layer %s (%s%s)", l->name, model_op_name(l->op),
@@ -60,26 +61,27 @@ static int take_conv_pool(layer_walk* w, int max_k, int* k, int* pad, int* relu,
                           int* conv_w, int* pool_h, int* pool_w) {
   const model_layer* conv = take(w, MODEL_CONV);
   if (!conv) return refuse(w, "a conv");
-  if (conv->p.conv.r != FUSED_CONV || conv->p.conv.s != FUSED_CONV || conv->p.conv.stride != 1 ||
-      conv->p.conv.pad > FUSED_MAX_PAD || conv->p.conv.k > max_k) {
+  const model_window* cw = &conv->p.conv.w; /* plain (fused_supports) */
+  if (cw->r != FUSED_CONV || cw->s != FUSED_CONV || cw->stride_h != 1 ||
+      cw->pad_t > FUSED_MAX_PAD || conv->p.conv.k > max_k) {
     snprintf(w->why, w->n, "layer %s: the fused kernels take %dx%d convolutions of stride 1, "
              "padding up to %d and up to %d output channels, not %dx%d stride %d pad %d with %d",
-             conv->name, FUSED_CONV, FUSED_CONV, FUSED_MAX_PAD, max_k, conv->p.conv.r,
-             conv->p.conv.s, conv->p.conv.stride, conv->p.conv.pad, conv->p.conv.k);
+             conv->name, FUSED_CONV, FUSED_CONV, FUSED_MAX_PAD, max_k, cw->r, cw->s, cw->stride_h,
+             cw->pad_t, conv->p.conv.k);
     return 0;
   }
   *relu = take_relus(w);
   const model_layer* pool = take(w, MODEL_MAXPOOL);
   if (!pool) return refuse(w, "a maxpool");
-  if (pool->p.pool.r != FUSED_POOL || pool->p.pool.s != FUSED_POOL ||
-      pool->p.pool.stride != FUSED_POOL || pool->p.pool.pad != 0) {
+  const model_window* pw = &pool->p.pool.w;
+  if (pw->r != FUSED_POOL || pw->s != FUSED_POOL || pw->stride_h != FUSED_POOL || pw->pad_t != 0) {
     snprintf(w->why, w->n, "layer %s: the fused kernels take %dx%d max-pooling of stride %d "
              "without padding, not %dx%d stride %d pad %d", pool->name, FUSED_POOL, FUSED_POOL,
-             FUSED_POOL, pool->p.pool.r, pool->p.pool.s, pool->p.pool.stride, pool->p.pool.pad);
+             FUSED_POOL, pw->r, pw->s, pw->stride_h, pw->pad_t);
     return 0;
   }
   *relu |= take_relus(w);
-  *k = conv->p.conv.k, *pad = conv->p.conv.pad;
+  *k = conv->p.conv.k, *pad = cw->pad_t;
   *conv_h = conv->out.h, *conv_w = conv->out.w, *pool_h = pool->out.h, *pool_w = pool->out.w;
   return 1;
 }

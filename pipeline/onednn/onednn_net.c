@@ -231,11 +231,11 @@ static ttp_status plan_conv(onednn_net* net, const model_layer* l, dnnl_primitiv
                             dnnl_memory_t cur, dnnl_memory_t* out, ttp_err* e) {
   dnnl_memory_desc_t src, w, user_w, b, dst;
   dnnl_dims_t src_dims = {net->rows, l->in.c, l->in.h, l->in.w};
-  dnnl_dims_t w_dims = {l->p.conv.k, l->in.c, l->p.conv.r, l->p.conv.s};
+  dnnl_dims_t w_dims = {l->p.conv.k, l->in.c, l->p.conv.w.r, l->p.conv.w.s};
   dnnl_dims_t b_dims = {l->p.conv.k};
   dnnl_dims_t dst_dims = {net->rows, l->out.c, l->out.h, l->out.w};
-  dnnl_dims_t strides = {l->p.conv.stride, l->p.conv.stride};
-  dnnl_dims_t pad = {l->p.conv.pad, l->p.conv.pad};
+  dnnl_dims_t strides = {l->p.conv.w.stride_h, l->p.conv.w.stride_h};
+  dnnl_dims_t pad = {l->p.conv.w.pad_t, l->p.conv.w.pad_t};
   dnnl_memory_desc_init_by_tag(&src, 4, src_dims, dnnl_f32, dnnl_format_tag_any);
   dnnl_memory_desc_init_by_tag(&w, 4, w_dims, dnnl_f32, dnnl_format_tag_any);
   dnnl_memory_desc_init_by_tag(&user_w, 4, w_dims, dnnl_f32, dnnl_oihw);
@@ -301,9 +301,9 @@ static ttp_status plan_pool(onednn_net* net, const model_layer* l, dnnl_memory_t
                             dnnl_memory_t* out, ttp_err* e) {
   dnnl_memory_desc_t dst;
   dnnl_dims_t dst_dims = {net->rows, l->out.c, l->out.h, l->out.w};
-  dnnl_dims_t strides = {l->p.pool.stride, l->p.pool.stride};
-  dnnl_dims_t kernel = {l->p.pool.r, l->p.pool.s};
-  dnnl_dims_t pad = {l->p.pool.pad, l->p.pool.pad};
+  dnnl_dims_t strides = {l->p.pool.w.stride_h, l->p.pool.w.stride_h};
+  dnnl_dims_t kernel = {l->p.pool.w.r, l->p.pool.w.s};
+  dnnl_dims_t pad = {l->p.pool.w.pad_t, l->p.pool.w.pad_t};
   dnnl_memory_desc_init_by_tag(&dst, 4, dst_dims, dnnl_f32, dnnl_format_tag_any);
   dnnl_alg_kind_t alg = l->op == MODEL_MAXPOOL      ? dnnl_pooling_max
                         : l->p.pool.count_pad ? dnnl_pooling_avg_include_padding

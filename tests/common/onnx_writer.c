@@ -166,12 +166,13 @@ void fixture_onnx(const model* m, const char* path, unsigned variant) {
     if (l->op == MODEL_CONV) {
       Onnx__NodeProto* n = node(&b, "Conv", l->name);
       add_input(&b, n, wname), add_input(&b, n, bname);
-      const int64_t k[2] = {l->p.conv.r, l->p.conv.s}, st[2] = {l->p.conv.stride, l->p.conv.stride};
-      const int64_t pads[4] = {l->p.conv.pad, l->p.conv.pad, l->p.conv.pad, l->p.conv.pad};
+      const model_window* w = &l->p.conv.w;
+      const int64_t k[2] = {w->r, w->s}, st[2] = {w->stride_h, w->stride_h};
+      const int64_t pads[4] = {l->p.conv.w.pad_t, l->p.conv.w.pad_t, l->p.conv.w.pad_t, l->p.conv.w.pad_t};
       n->attribute[n->n_attribute++] = ints_attr(a, "kernel_shape", 2, k);
       n->attribute[n->n_attribute++] = ints_attr(a, "strides", 2, st);
       n->attribute[n->n_attribute++] = ints_attr(a, "pads", 4, pads);
-      const int64_t wd[4] = {l->p.conv.k, l->in.c, l->p.conv.r, l->p.conv.s}, bd[1] = {l->p.conv.k};
+      const int64_t wd[4] = {l->p.conv.k, l->in.c, l->p.conv.w.r, l->p.conv.w.s}, bd[1] = {l->p.conv.k};
       if (!((variant & FIXTURE_ONNX_MISSING) && i == 0))
         init_floats(&b, wname, 4, wd, l->weights, l->weight_count);
       init_floats(&b, bname, 1, bd, l->bias, l->bias_count);
@@ -183,7 +184,7 @@ void fixture_onnx(const model* m, const char* path, unsigned variant) {
       }
     } else if (l->op == MODEL_MAXPOOL) {
       Onnx__NodeProto* n = node(&b, "MaxPool", l->name);
-      const int64_t k[2] = {l->p.pool.r, l->p.pool.s}, st[2] = {l->p.pool.stride, l->p.pool.stride};
+      const int64_t k[2] = {l->p.pool.w.r, l->p.pool.w.s}, st[2] = {l->p.pool.w.stride_h, l->p.pool.w.stride_h};
       n->attribute[n->n_attribute++] = ints_attr(a, "kernel_shape", 2, k);
       n->attribute[n->n_attribute++] = ints_attr(a, "strides", 2, st);
     } else if (l->op == MODEL_FC) {

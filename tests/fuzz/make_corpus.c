@@ -539,9 +539,9 @@ static void onnx_seeds(void) {
   CHECK(m, "%s", e.message);
   model_layer* l = model_add(m, MODEL_CONV, "conv", &e);
   CHECK(l, "%s", e.message);
-  l->p.conv.k = 3, l->p.conv.r = 5, l->p.conv.s = 5, l->p.conv.stride = 2, l->p.conv.pad = 1;
+  l->p.conv.k = 3, l->p.conv.w = model_window_of(5, 5, 2, 1);
   CHECK((l = model_add(m, MODEL_MAXPOOL, "pool", &e)), "%s", e.message);
-  l->p.pool.r = 2, l->p.pool.s = 2, l->p.pool.stride = 2;
+  l->p.pool.w = model_window_of(2, 2, 2, 0);
   CHECK(model_add(m, MODEL_RELU, "relu", &e), "%s", e.message);
   CHECK((l = model_add(m, MODEL_FC, "fc", &e)), "%s", e.message);
   l->p.fc.out = 10;

@@ -42,11 +42,11 @@ static const float* cpu_layers(const model* m, int first, int last, const float*
     float* y = bufs[(i - first) % 2];
     switch (l->op) {
       case MODEL_CONV:
-        cpu_conv2d(x, l->in.c, l->in.h, l->in.w, l->weights, l->bias, l->p.conv.k, l->p.conv.r,
-                   l->p.conv.s, l->p.conv.stride, l->p.conv.pad, acc, y);
+        cpu_conv2d(x, l->in.c, l->in.h, l->in.w, l->weights, l->bias, l->p.conv.k, 1,
+                   &l->p.conv.w, l->out.h, l->out.w, acc, y);
         break;
       case MODEL_MAXPOOL:
-        cpu_maxpool(x, l->in.c, l->in.h, l->in.w, l->p.pool.r, l->p.pool.s, l->p.pool.stride, l->p.pool.pad, y);
+        cpu_maxpool(x, l->in.c, l->in.h, l->in.w, &l->p.pool.w, l->out.h, l->out.w, y);
         break;
       case MODEL_RELU: cpu_relu(x, model_shape_size(l->in), y); break;
       case MODEL_FC:
@@ -276,14 +276,14 @@ static model* odd_model(test_rng* rng) {
   model* m = model_new((model_shape){1, 20, 23}, &e);
   CHECK(m, "%s", e.message);
   model_layer* l = add(m, MODEL_CONV, "conv1");
-  l->p.conv.k = 7, l->p.conv.r = l->p.conv.s = 5, l->p.conv.stride = 1, l->p.conv.pad = 2;
+  l->p.conv.k = 7, l->p.conv.w = model_window_of(5, 5, 1, 2);
   add(m, MODEL_RELU, "relu1");
   l = add(m, MODEL_MAXPOOL, "pool1");
-  l->p.pool.r = l->p.pool.s = l->p.pool.stride = 2;
+  l->p.pool.w = model_window_of(2, 2, 2, 0);
   l = add(m, MODEL_CONV, "conv2");
-  l->p.conv.k = 9, l->p.conv.r = l->p.conv.s = 5, l->p.conv.stride = 1, l->p.conv.pad = 1;
+  l->p.conv.k = 9, l->p.conv.w = model_window_of(5, 5, 1, 1);
   l = add(m, MODEL_MAXPOOL, "pool2");
-  l->p.pool.r = l->p.pool.s = l->p.pool.stride = 2;
+  l->p.pool.w = model_window_of(2, 2, 2, 0);
   add(m, MODEL_RELU, "relu2");
   add(m, MODEL_FC, "fc1")->p.fc.out = 37;
   add(m, MODEL_RELU, "relu3");

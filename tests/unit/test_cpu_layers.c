@@ -51,7 +51,8 @@ static size_t check_conv(test_rng* rng, int C, int H, int W, int K, int R, int S
   test_fill_uniform(rng, w, nw, -0.5, 0.5);
   test_fill_uniform(rng, b, K, -2, 2);
   test_poison(out, nout);
-  cpu_conv2d(in, C, H, W, w, with_bias ? b : NULL, K, R, S, stride, pad, acc, out);
+  const model_window win = model_window_of(R, S, stride, pad);
+  cpu_conv2d(in, C, H, W, w, with_bias ? b : NULL, K, 1, &win, P, Q, acc, out);
   ref_conv(in, C, H, W, w, with_bias ? b : NULL, K, R, S, stride, pad, want);
   char what[128];
   snprintf(what, sizeof what, "conv C%d H%d W%d K%d R%d S%d stride%d pad%d bias%d", C, H, W, K, R,
@@ -98,10 +99,11 @@ static size_t check_pool(test_rng* rng, int C, int H, int W, int R, int S, int s
   size_t bad = 0;
   for (int kind = 0; kind < 3; kind++) { /* max, average counting the padding, not counting it */
     test_poison(out, nout);
+    const model_window win = model_window_of(R, S, stride, pad);
     if (kind == 0)
-      cpu_maxpool(in, C, H, W, R, S, stride, pad, out);
+      cpu_maxpool(in, C, H, W, &win, P, Q, out);
     else
-      cpu_avgpool(in, C, H, W, R, S, stride, pad, kind == 1, out);
+      cpu_avgpool(in, C, H, W, &win, P, Q, kind == 1, out);
     for (int c = 0; c < C; c++)
       for (int p = 0; p < P; p++)
         for (int q = 0; q < Q; q++) {
@@ -140,7 +142,8 @@ static size_t test_pool(test_rng* rng) {
   in[0] = NAN;       /* channel 0, window (0,0), its first element */
   in[16 + 15] = NAN; /* channel 1, window (1,1), its last element */
   for (int i = 0; i < 8; i++) out[i] = 1234.5f; /* not NaN, and no input reaches it */
-  cpu_maxpool(in, 2, 4, 4, 2, 2, 2, 0, out);
+  const model_window win = model_window_of(2, 2, 2, 0);
+  cpu_maxpool(in, 2, 4, 4, &win, 2, 2, out);
   CHECK(isnan(out[0]) && isnan(out[7]), "NaN did not propagate: %g %g", out[0], out[7]);
   for (int i = 1; i < 7; i++) {
     int c = i / 4, p = i % 4 / 2, q = i % 2;

@@ -63,13 +63,11 @@ static model* build(const layer_case* t, test_rng* rng, int half) {
   CHECK(l, "%s", e.message);
   switch (t->op) {
     case MODEL_CONV:
-      l->p.conv.k = t->a, l->p.conv.r = t->b, l->p.conv.s = t->c, l->p.conv.stride = t->d;
-      l->p.conv.pad = t->e;
+      l->p.conv.k = t->a, l->p.conv.w = model_window_of(t->b, t->c, t->d, t->e);
       break;
     case MODEL_MAXPOOL:
     case MODEL_AVGPOOL:
-      l->p.pool.r = t->a, l->p.pool.s = t->b, l->p.pool.stride = t->c, l->p.pool.pad = t->d;
-      l->p.pool.count_pad = t->e;
+      l->p.pool.w = model_window_of(t->a, t->b, t->c, t->d), l->p.pool.count_pad = t->e;
       break;
     case MODEL_LEAKY_RELU: l->p.leaky.alpha = 0.15f; break;
     case MODEL_CLIP: l->p.clip.lo = -0.75f, l->p.clip.hi = 0.5f; break;
@@ -232,11 +230,13 @@ int main(int argc, char** argv) {
   size_t bad = 0, cases = 0;
   for (size_t i = 0; i < sizeof shipped / sizeof *shipped; i++, cases++)
     bad += run_case(&shipped[i], &rng, gpu);
-  /* Random shapes of every kind, odd sizes. */
+  /* Random shapes of every kind every engine has (model.h up to MODEL_CLIP; the graph's own
+     layers, after it, run on the CPU engine alone so far: test_graph), odd sizes. */
   static const int rows[] = {1, 3, 17, 37};
-  for (int k = 0; k < 4 * MODEL_OP_COUNT; k++, cases++) {
+  enum { SHARED_OPS = MODEL_CLIP + 1 };
+  for (int k = 0; k < 4 * SHARED_OPS; k++, cases++) {
     char name[96];
-    layer_case t = {name, (model_op)(k % MODEL_OP_COUNT), {test_int(&rng, 1, 7),
+    layer_case t = {name, (model_op)(k % SHARED_OPS), {test_int(&rng, 1, 7),
                     test_int(&rng, 5, 19), test_int(&rng, 5, 19)}, 0, 0, 0, 0, 0,
                     rows[test_int(&rng, 0, 3)], 0};
     switch (t.op) {

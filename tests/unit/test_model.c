@@ -10,13 +10,13 @@ static model* lenet(void) {
   model* m = model_new((model_shape){1, 28, 28}, &e);
   CHECK(m, "%s", e.message);
   model_layer* l = model_add(m, MODEL_CONV, "conv1", &e);
-  l->p.conv.k = 20, l->p.conv.r = 5, l->p.conv.s = 5, l->p.conv.stride = 1;
+  l->p.conv.k = 20, l->p.conv.w = model_window_of(5, 5, 1, 0);
   l = model_add(m, MODEL_MAXPOOL, "pool1", &e);
-  l->p.pool.r = 2, l->p.pool.s = 2, l->p.pool.stride = 2;
+  l->p.pool.w = model_window_of(2, 2, 2, 0);
   l = model_add(m, MODEL_CONV, "conv2", &e);
-  l->p.conv.k = 50, l->p.conv.r = 5, l->p.conv.s = 5, l->p.conv.stride = 1;
+  l->p.conv.k = 50, l->p.conv.w = model_window_of(5, 5, 1, 0);
   l = model_add(m, MODEL_MAXPOOL, "pool2", &e);
-  l->p.pool.r = 2, l->p.pool.s = 2, l->p.pool.stride = 2;
+  l->p.pool.w = model_window_of(2, 2, 2, 0);
   model_add(m, MODEL_FC, "ip1", &e)->p.fc.out = 500;
   model_add(m, MODEL_RELU, "relu1", &e);
   l = model_add(m, MODEL_LRN, "norm1", &e);
@@ -58,25 +58,25 @@ int main(void) {
   model_free(m);
 
   m = lenet();
-  m->layers[2].p.conv.r = 13; /* larger than conv2's 12x12 input */
+  m->layers[2].p.conv.w.r = 13; /* larger than conv2's 12x12 input */
   expect_refused(m, "conv2: 13x5 filter larger");
   m = lenet();
-  m->layers[2].p.conv.s = 13; /* only the width is too large; with stride 2, (12 - 13) / 2 + 1
+  m->layers[2].p.conv.w.s = 13; /* only the width is too large; with stride 2, (12 - 13) / 2 + 1
                                  would pass for one column in C's integer division */
-  m->layers[2].p.conv.stride = 2;
+  m->layers[2].p.conv.w.stride_h = m->layers[2].p.conv.w.stride_w = 2;
   expect_refused(m, "conv2: 5x13 filter larger than its padded 12x12 input");
   m = lenet();
-  m->layers[0].p.conv.stride = 0;
+  m->layers[0].p.conv.w.stride_h = 0;
   expect_refused(m, "conv1");
   m = lenet();
-  m->layers[3].p.pool.r = 5; /* pool2's input is 8x8; a 5x5 window fits... */
-  m->layers[3].p.pool.stride = 4;
+  m->layers[3].p.pool.w.r = m->layers[3].p.pool.w.s = 5; /* pool2's input is 8x8; a 5x5 window fits... */
+  m->layers[3].p.pool.w.stride_h = m->layers[3].p.pool.w.stride_w = 4;
   ttp_err ok = {0};
   CHECK(model_infer_shapes(m, &ok) == TTP_OK, "%s", ok.message);
   CHECK(m->layers[3].out.h == 1 && m->layers[4].in.c == 50, "strided pool shape");
   model_free(m);
   m = lenet();
-  m->layers[3].p.pool.r = 9; /* ... a 9x9 one does not */
+  m->layers[3].p.pool.w.r = 9; /* ... a 9x9 one does not */
   expect_refused(m, "pool2");
   m = lenet();
   m->layers[6].p.lrn.n = 17; /* cuDNN allows 1..16 */
