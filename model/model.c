@@ -174,14 +174,25 @@ static ttp_status concat_infer(model_layer* l, const model_shape* ins, ttp_err* 
 
 static ttp_status slice_infer(model_layer* l, const model_shape* ins, ttp_err* e) {
   (void)ins;
-  const int c0 = l->p.slice.c0, c1 = l->p.slice.c1, h0 = l->p.slice.h0, w0 = l->p.slice.w0;
-  const int sh = l->p.slice.step_h, sw = l->p.slice.step_w;
-  if (!(0 <= c0 && c0 < c1 && c1 <= l->in.c) || !in_range(h0, 0, l->in.h - 1) ||
-      !in_range(w0, 0, l->in.w - 1) || !in_range(sh, 1, MAX_DIM) || !in_range(sw, 1, MAX_DIM))
-    return ERR(e, TTP_ERR_MODEL, "layer %s: slice of channels %d..%d, rows from %d step %d, "
-               "columns from %d step %d of %dx%dx%d", l->name, c0, c1, h0, sh, w0, sw, l->in.c,
-               l->in.h, l->in.w);
-  l->out = (model_shape){c1 - c0, (l->in.h - h0 + sh - 1) / sh, (l->in.w - w0 + sw - 1) / sw};
+  const int c0 = l->p.slice.c0, c1 = l->p.slice.c1, h0 = l->p.slice.h0, h1 = l->p.slice.h1;
+  const int w0 = l->p.slice.w0, w1 = l->p.slice.w1, sh = l->p.slice.step_h, sw = l->p.slice.step_w;
+  if (!(0 <= c0 && c0 < c1 && c1 <= l->in.c) || !(0 <= h0 && h0 < h1 && h1 <= l->in.h) ||
+      !(0 <= w0 && w0 < w1 && w1 <= l->in.w) || !in_range(sh, 1, MAX_DIM) ||
+      !in_range(sw, 1, MAX_DIM))
+    return ERR(e, TTP_ERR_MODEL, "layer %s: slice of channels %d..%d, rows %d..%d step %d, "
+               "columns %d..%d step %d of %dx%dx%d", l->name, c0, c1, h0, h1, sh, w0, w1, sw,
+               l->in.c, l->in.h, l->in.w);
+  l->out = (model_shape){c1 - c0, (h1 - h0 + sh - 1) / sh, (w1 - w0 + sw - 1) / sw};
+  return TTP_OK;
+}
+
+static ttp_status reshape_infer(model_layer* l, const model_shape* ins, ttp_err* e) {
+  (void)ins;
+  const model_shape o = l->p.reshape;
+  if (o.c < 1 || o.h < 1 || o.w < 1 || model_shape_size(o) != model_shape_size(l->in))
+    return ERR(e, TTP_ERR_MODEL, "layer %s: %dx%dx%d read as %dx%dx%d", l->name, l->in.c,
+               l->in.h, l->in.w, o.c, o.h, o.w);
+  l->out = o;
   return TTP_OK;
 }
 
@@ -224,9 +235,9 @@ static ttp_status elu_infer(model_layer* l, const model_shape* ins, ttp_err* e) 
 }
 
 static void slice_describe(const model_layer* l, char* buf, size_t n) {
-  snprintf(buf, n, "channels %d..%d, rows from %d step %d, columns from %d step %d",
-           l->p.slice.c0, l->p.slice.c1 - 1, l->p.slice.h0, l->p.slice.step_h, l->p.slice.w0,
-           l->p.slice.step_w);
+  snprintf(buf, n, "channels %d..%d, rows %d..%d step %d, columns %d..%d step %d",
+           l->p.slice.c0, l->p.slice.c1 - 1, l->p.slice.h0, l->p.slice.h1 - 1, l->p.slice.step_h,
+           l->p.slice.w0, l->p.slice.w1 - 1, l->p.slice.step_w);
 }
 static void pad_describe(const model_layer* l, char* buf, size_t n) {
   snprintf(buf, n, "channels %d,%d rows %d,%d columns %d,%d of %g", l->p.pad.c0, l->p.pad.c1,
@@ -234,6 +245,9 @@ static void pad_describe(const model_layer* l, char* buf, size_t n) {
 }
 static void shuffle_describe(const model_layer* l, char* buf, size_t n) {
   snprintf(buf, n, "%d groups", l->p.shuffle.groups);
+}
+static void reshape_describe(const model_layer* l, char* buf, size_t n) {
+  snprintf(buf, n, "as %dx%dx%d", l->p.reshape.c, l->p.reshape.h, l->p.reshape.w);
 }
 static void hard_describe(const model_layer* l, char* buf, size_t n) {
   snprintf(buf, n, "min(max(%g x + %g, 0), 1)", l->p.hard.alpha, l->p.hard.beta);
@@ -332,6 +346,7 @@ static const layer_kind kinds[MODEL_OP_COUNT] = {
     [MODEL_PRELU] = {"prelu", per_channel_infer, channels_describe},
     [MODEL_SOFTPLUS] = {"softplus", same_shape_infer, no_describe},
     [MODEL_MISH] = {"mish", same_shape_infer, no_describe},
+    [MODEL_RESHAPE] = {"reshape", reshape_infer, reshape_describe},
 };
 
 const char* model_op_name(model_op op) {

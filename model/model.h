@@ -38,8 +38,8 @@ typedef enum model_op {
                        1 for every channel): a BatchNorm that does not fold, a constant's Add,
                        Sub, Mul or Div */
   MODEL_CONCAT,     /* its inputs' channels, one input after the other (the same H x W) */
-  MODEL_SLICE,      /* channels c0 .. c1 - 1; rows h0, h0 + step_h, ...; columns likewise: a
-                       Split's part, a Slice with steps (x[:, :, ::2, ::2]) */
+  MODEL_SLICE,      /* channels c0 .. c1 - 1; rows h0, h0 + step_h, ... below h1; columns
+                       likewise: a Split's part, a crop, a Slice with steps (x[:, :, ::2, ::2]) */
   MODEL_PAD,        /* value before and after the channels, rows and columns */
   MODEL_SHUFFLE,    /* channel shuffle of g groups: input channel i (C/g) + j is output j g + i */
   MODEL_HARDSWISH,  /* x min(max(x + 3, 0), 6) / 6 */
@@ -50,6 +50,8 @@ typedef enum model_op {
   MODEL_PRELU,      /* x for x >= 0, slope[c] x below (weights: C slopes, or 1 for every channel) */
   MODEL_SOFTPLUS,   /* log(1 + exp(x)) */
   MODEL_MISH,       /* x tanh(softplus(x)) */
+  MODEL_RESHAPE,    /* the same values in CHW order, read as c x h x w (p.reshape): what a Reshape
+                       or Flatten is where the next layer needs channels that are not the input's */
   MODEL_OP_COUNT
 } model_op;
 
@@ -83,11 +85,12 @@ typedef struct model_layer {
     struct { int n; double alpha, beta, k; } lrn;
     struct { float alpha; } leaky;
     struct { float lo, hi; } clip;
-    struct { int c0, c1, h0, w0, step_h, step_w; } slice;
+    struct { int c0, c1, h0, h1, w0, w1, step_h, step_w; } slice; /* ends excluded */
     struct { int c0, c1, h0, h1, w0, w1; float value; } pad; /* before and after */
     struct { int groups; } shuffle;
     struct { float alpha, beta; } hard; /* hardsigmoid */
     struct { float alpha; } elu;
+    model_shape reshape;
   } p;
   float* weights; /* conv: k x c/groups x r x s; fc: out x in; affine: scale; prelu: slopes;
                      owned by the model */

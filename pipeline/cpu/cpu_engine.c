@@ -129,6 +129,11 @@ static void run_activation(const model_layer* l, const float* const* in, float* 
   cpu_activation(l->op, in[0], model_shape_size(l->in), a, b, out);
 }
 
+static void run_reshape(const model_layer* l, const float* const* in, float* out, cpu_worker* w) {
+  (void)w;
+  memcpy(out, in[0], model_shape_size(l->in) * sizeof *out);
+}
+
 static const cpu_layer_fn cpu_layer_table[MODEL_OP_COUNT] = {
     [MODEL_CONV] = run_conv,   [MODEL_MAXPOOL] = run_maxpool, [MODEL_RELU] = run_relu,
     [MODEL_FC] = run_fc,       [MODEL_LRN] = run_lrn,         [MODEL_SOFTMAX] = run_softmax,
@@ -140,6 +145,7 @@ static const cpu_layer_fn cpu_layer_table[MODEL_OP_COUNT] = {
     [MODEL_HARDSWISH] = run_activation, [MODEL_HARDSIGMOID] = run_activation,
     [MODEL_GELU] = run_activation, [MODEL_ERF] = run_activation, [MODEL_ELU] = run_activation,
     [MODEL_PRELU] = run_prelu, [MODEL_SOFTPLUS] = run_activation, [MODEL_MISH] = run_activation,
+    [MODEL_RESHAPE] = run_reshape,
 };
 
 /* ---- plan ----------------------------------------------------------------------------------- */

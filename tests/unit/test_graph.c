@@ -185,6 +185,9 @@ static void ref_layer(const model* m, const model_layer* l, double* const* v, do
                     ? l->p.pad.value : at(x, s, ci, yi, xi);
           }
       return;
+    case MODEL_RESHAPE:
+      memcpy(out, x, n * sizeof *out);
+      return;
     case MODEL_SHUFFLE: { /* a reshape to (g, C/g), a transpose, a reshape back */
       const int g = l->p.shuffle.groups, per = s.c / g;
       for (int c = 0; c < s.c; c++)
@@ -367,7 +370,7 @@ static model* mobilenet(test_rng* rng) {
 /* DenseNet-like and the other layers: uneven padding, dilation, GELU, Concat of feature maps,
    an affine after the Concat, ELU, Mish, max pooling in ceil mode, average pooling of uneven
    padding not counted, PReLU, Softplus, Erf, a shuffle, a Split's slice, a channel and row Pad,
-   the Sub and Div of two values, fc, softmax. */
+   the Sub and Div of two values, a reshape and an affine over its new channels, fc, softmax. */
 static model* densenet(test_rng* rng) {
   ttp_err e = {0};
   model* m = model_new((model_shape){1, 13, 11}, &e);
@@ -376,8 +379,8 @@ static model* densenet(test_rng* rng) {
   const int c0 = value_of(m, add(m, MODEL_GELU, "gelu", v));
   /* The input cropped to 12 rows and widened to 12 columns, to join conv0's maps. */
   model_layer* l = add(m, MODEL_SLICE, "crop", 0);
-  l->p.slice.c0 = 0, l->p.slice.c1 = 1, l->p.slice.h0 = 1, l->p.slice.w0 = 0;
-  l->p.slice.step_h = l->p.slice.step_w = 1;
+  l->p.slice.c0 = 0, l->p.slice.c1 = 1, l->p.slice.h0 = 1, l->p.slice.h1 = 13;
+  l->p.slice.w0 = 0, l->p.slice.w1 = 11, l->p.slice.step_h = l->p.slice.step_w = 1;
   l = add(m, MODEL_PAD, "widen", value_of(m, l));
   l->p.pad.w1 = 1, l->p.pad.value = 0.125f;
   const int first[2] = {c0, value_of(m, l)};
@@ -400,7 +403,8 @@ static model* densenet(test_rng* rng) {
   l = add(m, MODEL_SHUFFLE, "shuffle", v);
   l->p.shuffle.groups = 3;
   l = add(m, MODEL_SLICE, "split", value_of(m, l)); /* channels 3..8: 6 x 3 x 6 */
-  l->p.slice.c0 = 3, l->p.slice.c1 = 9, l->p.slice.step_h = l->p.slice.step_w = 1;
+  l->p.slice.c0 = 3, l->p.slice.c1 = 9, l->p.slice.h1 = 3, l->p.slice.w1 = 6;
+  l->p.slice.step_h = l->p.slice.step_w = 1;
   l = add(m, MODEL_PAD, "pad", value_of(m, l)); /* 9 x 4 x 6 */
   l->p.pad.c0 = 1, l->p.pad.c1 = 2, l->p.pad.h0 = 1, l->p.pad.value = -0.25f;
   const int padded = value_of(m, l);
@@ -410,6 +414,9 @@ static model* densenet(test_rng* rng) {
   v = value_of(m, join(m, MODEL_SUB, "sub", 2, diff));
   const int ratio[2] = {v, value_of(m, add(m, MODEL_SIGMOID, "positive", v))};
   join(m, MODEL_DIV, "div", 2, ratio);
+  l = model_add(m, MODEL_RESHAPE, "reshape", &e); /* 9 x 4 x 6 read as 24 x 9 x 1 */
+  l->p.reshape = (model_shape){24, 9, 1};
+  model_add(m, MODEL_AFFINE, "per_row", &e)->weight_count = 24;
   model_add(m, MODEL_FC, "fc", &e)->p.fc.out = 5;
   model_add(m, MODEL_SOFTMAX, "softmax", &e);
   finish(m, rng);
@@ -425,7 +432,8 @@ static model* option_a(test_rng* rng) {
   x = value_of(m, add(m, MODEL_RELU, "relu", x));
   int y = value_of(m, conv(m, "down", x, 8, 1, model_window_of(3, 3, 2, 1)));
   model_layer* l = add(m, MODEL_SLICE, "every_other", x);
-  l->p.slice.c0 = 0, l->p.slice.c1 = 4, l->p.slice.step_h = l->p.slice.step_w = 2;
+  l->p.slice.c0 = 0, l->p.slice.c1 = 4, l->p.slice.h1 = 15, l->p.slice.w1 = 16;
+  l->p.slice.step_h = l->p.slice.step_w = 2;
   l = add(m, MODEL_PAD, "zero_channels", value_of(m, l));
   l->p.pad.c0 = l->p.pad.c1 = 2;
   const int pair[2] = {y, value_of(m, l)};
