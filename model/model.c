@@ -403,37 +403,69 @@ model_layer* model_add(model* m, model_op op, const char* name, ttp_err* e) {
 
 /* ---- checks -------------------------------------------------------------------------------- */
 
-ttp_status model_infer_shapes(model* m, ttp_err* e) {
-  if (m->layer_count == 0) return ERR(e, TTP_ERR_MODEL, "the model has no layers");
+ttp_status model_infer_layer(model* m, int i, ttp_err* e) {
   const model_shape s = m->input;
   if (s.c < 1 || s.h < 1 || s.w < 1 || s.c > MAX_CHANNELS || s.h > MAX_DIM || s.w > MAX_DIM)
     return ERR(e, TTP_ERR_MODEL, "bad input shape %dx%dx%d", s.c, s.h, s.w);
   model_shape ins[MODEL_MAX_INPUTS];
-  for (int i = 0; i < m->layer_count; i++) {
-    model_layer* l = &m->layers[i];
-    if ((unsigned)l->op >= MODEL_OP_COUNT)
-      return ERR(e, TTP_ERR_MODEL, "layer %s: unknown operation %d", l->name, (int)l->op);
-    if (l->input_count < 1 || l->input_count > MODEL_MAX_INPUTS)
-      return ERR(e, TTP_ERR_MODEL, "layer %s: %d inputs", l->name, l->input_count);
-    for (int k = 0; k < l->input_count; k++) {
-      if (l->inputs[k] < 0 || l->inputs[k] > i) /* an earlier value: no cycle */
-        return ERR(e, TTP_ERR_MODEL, "layer %s: input %d is value %d, not one made before it",
-                   l->name, k, l->inputs[k]);
-      ins[k] = model_value_shape(m, l->inputs[k]);
-    }
-    l->in = ins[0];
-    const size_t given = l->weight_count; /* per-channel layers say how many they hold */
-    l->weight_count = l->op == MODEL_AFFINE || l->op == MODEL_PRELU ? given : 0;
-    l->bias_count = 0;
-    l->macs = 0;
-    TRY(kinds[l->op].infer(l, ins, e));
-    TRY(check_tensor(l, l->out, e));
+  model_layer* l = &m->layers[i];
+  if ((unsigned)l->op >= MODEL_OP_COUNT)
+    return ERR(e, TTP_ERR_MODEL, "layer %s: unknown operation %d", l->name, (int)l->op);
+  if (l->input_count < 1 || l->input_count > MODEL_MAX_INPUTS)
+    return ERR(e, TTP_ERR_MODEL, "layer %s: %d inputs", l->name, l->input_count);
+  for (int k = 0; k < l->input_count; k++) {
+    if (l->inputs[k] < 0 || l->inputs[k] > i) /* an earlier value: no cycle */
+      return ERR(e, TTP_ERR_MODEL, "layer %s: input %d is value %d, not one made before it",
+                 l->name, k, l->inputs[k]);
+    ins[k] = model_value_shape(m, l->inputs[k]);
   }
+  l->in = ins[0];
+  const size_t given = l->weight_count; /* per-channel layers say how many they hold */
+  l->weight_count = l->op == MODEL_AFFINE || l->op == MODEL_PRELU ? given : 0;
+  l->bias_count = 0;
+  l->macs = 0;
+  TRY(kinds[l->op].infer(l, ins, e));
+  return check_tensor(l, l->out, e);
+}
+
+ttp_status model_infer_shapes(model* m, ttp_err* e) {
+  if (m->layer_count == 0) return ERR(e, TTP_ERR_MODEL, "the model has no layers");
+  for (int i = 0; i < m->layer_count; i++) TRY(model_infer_layer(m, i, e));
   const model_layer* last = &m->layers[m->layer_count - 1];
   if (last->op != MODEL_SOFTMAX)
     return ERR(e, TTP_ERR_MODEL, "the last layer (%s) is %s, not softmax", last->name,
                model_op_name(last->op));
   m->classes = (int)model_shape_size(last->out);
+  return TTP_OK;
+}
+
+ttp_status model_prune(model* m, int root, ttp_err* e) {
+  if (root < 0 || root >= m->layer_count)
+    return ERR(e, TTP_ERR_INTERNAL, "pruning to layer %d of %d", root, m->layer_count);
+  const int n = m->layer_count;
+  /* to[i]: first whether layer i is root or read by a layer kept, then the value it becomes. */
+  int* to = calloc((size_t)n, sizeof *to);
+  if (!to) return ERR_NOMEM(e, (size_t)n * sizeof *to);
+  to[root] = 1;
+  for (int i = n - 1; i >= 0; i--)
+    if (to[i])
+      for (int k = 0; k < m->layers[i].input_count; k++)
+        if (m->layers[i].inputs[k] > 0) to[m->layers[i].inputs[k] - 1] = 1;
+  int kept = 0;
+  for (int i = 0; i < n; i++) {
+    model_layer* l = &m->layers[i];
+    if (!to[i]) {
+      free(l->weights);
+      free(l->bias);
+      continue;
+    }
+    for (int k = 0; k < l->input_count; k++)
+      if (l->inputs[k] > 0) l->inputs[k] = to[l->inputs[k] - 1];
+    m->layers[kept] = *l;
+    to[i] = ++kept; /* value i + 1 is now value kept */
+  }
+  m->layer_count = kept;
+  free(to);
   return TTP_OK;
 }
 

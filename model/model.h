@@ -153,6 +153,12 @@ model_layer* model_add(model* m, model_op op, const char* name, ttp_err* e);
    (each an earlier one: the layers are in topological order); refuses a layer whose inputs do
    not fit it. */
 ttp_status model_infer_shapes(model* m, ttp_err* e);
+/* Layer i's shapes alone (its inputs' already inferred): what a reader building the model
+   layer by layer needs to know of the values it has made. */
+ttp_status model_infer_layer(model* m, int i, ttp_err* e);
+/* Keeps layer root and the layers it reads, directly or not, and removes the others (root then
+   is the last), renumbering the inputs of those that remain. */
+ttp_status model_prune(model* m, int root, ttp_err* e);
 ttp_status model_check(model* m, ttp_err* e);
 
 /* "conv", "maxpool", ... Static text. */

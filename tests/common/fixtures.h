@@ -86,7 +86,7 @@ void fixture_drawing(uint8_t* pixels, int w, int h, int channels, int light_grou
 enum {
   FIXTURE_ONNX_TYPED = 1,        /* initializers as float_data */
   FIXTURE_ONNX_TRANSB0 = 2,      /* Gemm weights [in][out], transB 0 */
-  FIXTURE_ONNX_EXTRAS = 4,       /* Flatten, Dropout, Identity nodes, Gemm's alpha given */
+  FIXTURE_ONNX_EXTRAS = 4,       /* Dropout, Identity nodes, Gemm's alpha given */
   FIXTURE_ONNX_NO_SOFTMAX = 8,   /* the graph ends in logits */
   FIXTURE_ONNX_NORM = 2048,      /* a BatchNormalization after the first Conv and the first Gemm
                                     (fixture_onnx_norm's values, epsilon 1e-5) */

@@ -189,7 +189,7 @@ void fixture_onnx(const model* m, const char* path, unsigned variant) {
       n->attribute[n->n_attribute++] = ints_attr(a, "strides", 2, st);
     } else if (l->op == MODEL_FC) {
       const int in = l->in.c * l->in.h * l->in.w, out = l->p.fc.out;
-      if (fcs++ == 0 && (variant & FIXTURE_ONNX_EXTRAS)) node(&b, "Flatten", "flatten");
+      if (fcs++ == 0) node(&b, "Flatten", "flatten"); /* Gemm takes [N, K] */
       Onnx__NodeProto* n = node(&b, "Gemm", l->name);
       add_input(&b, n, wname), add_input(&b, n, bname);
       const int transposed = (variant & FIXTURE_ONNX_TRANSB0) != 0;

@@ -175,10 +175,10 @@ int main(void) {
     unsigned variant;
     const char *what, *f1, *f2;
   } broken[] = {
-      {FIXTURE_ONNX_MISSING, "weights missing", "'nowhere'", "not an initializer"},
+      {FIXTURE_ONNX_MISSING, "weights missing", "'nowhere'", "made by no node"},
       {FIXTURE_ONNX_BAD_OP, "an unsupported operator", "'squash' (Softsign)", "not supported"},
-      {FIXTURE_ONNX_NOT_CHAIN, "not a chain", "'astray'", "not a chain"},
-      {FIXTURE_ONNX_DYNAMIC, "a dynamic shape", "dynamic shape", "'rows'"},
+      {FIXTURE_ONNX_NOT_CHAIN, "conv2 fed the image", "'conv2' (Conv)", "over 1 channels"},
+      {FIXTURE_ONNX_DYNAMIC, "dynamic rows", "dynamic rows", "'rows'"},
       {FIXTURE_ONNX_BIG, "a 100-row input", "1x100x28", "8x8 to 64x64"},
       {FIXTURE_ONNX_OPSET99, "opset 99", "opset 99", "7 to 21"},
       {FIXTURE_ONNX_EXTERNAL, "external data", "conv1.weight", "outside the file"},

@@ -1,10 +1,11 @@
 /* The ONNX reader on what PyTorch really writes (tests/onnx/, models/lenet-mnist/model.onnx),
-   each file changed in one place by editing its protobuf: the foldings and chain rules of the
-   reader (Pad only before a Conv or AveragePool, zeros equal on four sides; Clip's bounds in
-   order; an Add only as a MatMul's bias; Squeeze and Unsqueeze only on image axes; a Softmax
-   over the classes; a chain, never a cycle) refuse the changed file in one line naming the file,
-   the node and its operator; and an Identity of an initializer (PyTorch writes those where two
-   initializers hold the same values) reads as the initializer itself.
+   each file changed in one place by editing its protobuf. Refused, in one line naming the file,
+   the node and its operator: a Pad that reflects, Clip's bounds out of order, a Softmax over the
+   batch's axis, a cycle, a Squeeze of a channel axis, an Unsqueeze without axes, an operator
+   ttapipe does not have, an Add or a Concat of tensors whose shapes do not fit, a second graph
+   input or output. Read as what they mean: a Pad before a MaxPool (a Pad layer, then the
+   pooling), uneven zero padding before an AveragePool (the pooling's own padding), an Add of a
+   constant after a Gemm (its bias), an Identity of an initializer (the initializer itself).
    Usage: test_onnx_ops ONNX_DIR MODELS_DIR */
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,31 @@ static void refused(Onnx__ModelProto* mp, const char* name, const char* f1, cons
   onnx__model_proto__free_unpacked(mp, NULL);
 }
 
+/* Loads mp (saved as name) and returns the model; NULL and the message printed if refused. */
+static model* accepted(Onnx__ModelProto* mp, const char* name) {
+  const char* path = save_proto(mp, name);
+  onnx__model_proto__free_unpacked(mp, NULL);
+  model* m = NULL;
+  ttp_err e = {0};
+  CHECK(io_load_onnx(path, &m, &e) == TTP_OK, "%s: %s", name, e.message);
+  return m;
+}
+
+/* The first layer of op at or after layer `from`, or -1. */
+static int layer_of(const model* m, model_op op, int from) {
+  for (int i = from; i < m->layer_count; i++)
+    if (m->layers[i].op == op) return i;
+  return -1;
+}
+
+/* Node n's input list grown by one (name). */
+static void add_input(Onnx__NodeProto* n, const char* name) {
+  char** grown = realloc(n->input, (n->n_input + 1) * sizeof *grown);
+  CHECK(grown, "out of memory");
+  n->input = grown;
+  n->input[n->n_input++] = strdup(name);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 3, "usage: test_onnx_ops ONNX_DIR MODELS_DIR");
   dir = strdup(test_make_dir());
@@ -103,21 +129,9 @@ int main(int argc, char** argv) {
   snprintf(lenet, sizeof lenet, "%s/lenet-mnist/model.onnx", argv[2]);
   printf("refused:\n");
 
-  /* A Pad's zeros before a MaxPool (whose padding is never chosen) cannot fold. */
-  Onnx__ModelProto* mp = load_proto(bn_avg);
-  Onnx__NodeProto* pad = find(mp, "Pad", 5);
-  set_text(&find(mp, "AveragePool", index_of(mp, pad))->op_type, "MaxPool");
-  refused(mp, "pad-maxpool.onnx", "(Pad)", "not followed by a Conv or an AveragePool");
-
-  /* Padding of 1, 1, 1 and 2 on the four sides. */
-  mp = load_proto(bn_avg);
-  pad = find(mp, "Pad", 5);
-  set_int64(constant_value(mp, pad->input[1]), 7, 2);
-  refused(mp, "pad-uneven.onnx", "(Pad)", "equal on the four sides");
-
   /* A Pad that reflects. */
-  mp = load_proto(bn_avg);
-  pad = find(mp, "Pad", 0);
+  Onnx__ModelProto* mp = load_proto(bn_avg);
+  Onnx__NodeProto* pad = find(mp, "Pad", 0);
   for (size_t i = 0; i < pad->n_attribute; i++)
     if (strcmp(pad->attribute[i]->name, "mode") == 0) {
       free(pad->attribute[i]->s.data);
@@ -132,11 +146,6 @@ int main(int argc, char** argv) {
   set_float(constant_value(mp, clip->input[2]), -1.0f);
   refused(mp, "clip-order.onnx", "(Clip)", "min 0 above max -1");
 
-  /* An Add after a Gemm: only a MatMul's bias is an Add. */
-  mp = load_proto(mlp);
-  set_text(&find(mp, "MatMul", 0)->op_type, "Gemm");
-  refused(mp, "add-gemm.onnx", "(Add)", "not right after a MatMul");
-
   /* A Softmax over the batch's axis. */
   mp = load_proto(mlp);
   Onnx__NodeProto* softmax = find(mp, "Softmax", 0);
@@ -147,26 +156,113 @@ int main(int argc, char** argv) {
   /* A cycle: the first node takes the last one's output. */
   mp = load_proto(mlp);
   set_text(&mp->graph->node[0]->input[0], mp->graph->output[0]->name);
-  refused(mp, "cycle.onnx", "node 0", "not a chain");
+  refused(mp, "cycle.onnx", "a cycle", "needs its own output");
 
   /* A Squeeze of the channels' axis. */
   mp = load_proto(lenet);
   set_int64(constant_value(mp, find(mp, "Squeeze", 0)->input[1]), 0, 1);
-  refused(mp, "squeeze-axis.onnx", "(Squeeze)", "axis 1: 2..5");
+  refused(mp, "squeeze-axis.onnx", "(Squeeze)", "squeezes axis 1 of size 500");
 
-  /* An Unsqueeze before the image is one row. */
+  /* An Unsqueeze without axes. */
   mp = load_proto(lenet);
   Onnx__NodeProto* flatten = find(mp, "Flatten", 0);
   set_text(&flatten->op_type, "Unsqueeze");
   onnx__attribute_proto__free_unpacked(flatten->attribute[0], NULL); /* its axis */
   flatten->n_attribute = 0;
-  refused(mp, "unsqueeze-image.onnx", "(Unsqueeze)", "not one row an image");
+  refused(mp, "unsqueeze-axes.onnx", "(Unsqueeze)", "no axes");
+
+  /* An operator ttapipe does not have. */
+  mp = load_proto(mlp);
+  set_text(&find(mp, "Sigmoid", 0)->op_type, "Softsign");
+  refused(mp, "softsign.onnx", "(Softsign)", "operator not supported");
+
+  /* An Add of 20 x 24 x 24 maps and the 1 x 28 x 28 image. */
+  mp = load_proto(bn_avg);
+  Onnx__NodeProto* relu = find(mp, "Relu", 0);
+  set_text(&relu->op_type, "Add");
+  add_input(relu, "input");
+  refused(mp, "add-mismatch.onnx", "(Add)", "a shape mismatch");
+
+  /* A Concat of them (the channels add up; the rows and columns differ). */
+  mp = load_proto(bn_avg);
+  relu = find(mp, "Relu", 0);
+  set_text(&relu->op_type, "Concat");
+  add_input(relu, "input");
+  refused(mp, "concat-mismatch.onnx", "(Concat)", "a shape mismatch");
+
+  /* A second graph input, and a second output. */
+  mp = load_proto(mlp);
+  Onnx__GraphProto* g = mp->graph;
+  Onnx__ValueInfoProto** inputs = realloc(g->input, (g->n_input + 1) * sizeof *inputs);
+  CHECK(inputs, "out of memory");
+  g->input = inputs;
+  g->input[g->n_input] = malloc(sizeof **inputs);
+  CHECK(g->input[g->n_input], "out of memory");
+  onnx__value_info_proto__init(g->input[g->n_input]);
+  g->input[g->n_input++]->name = strdup("mask");
+  refused(mp, "two-inputs.onnx", "two graph inputs", "one image tensor");
+  mp = load_proto(mlp);
+  g = mp->graph;
+  Onnx__ValueInfoProto** outputs = realloc(g->output, (g->n_output + 1) * sizeof *outputs);
+  CHECK(outputs, "out of memory");
+  g->output = outputs;
+  g->output[g->n_output] = malloc(sizeof **outputs);
+  CHECK(g->output[g->n_output], "out of memory");
+  onnx__value_info_proto__init(g->output[g->n_output]);
+  g->output[g->n_output++]->name = strdup("/Flatten_output_0");
+  refused(mp, "two-outputs.onnx", "2 graph outputs", "takes one");
+
+  printf("accepted:\n");
+  /* A Pad's zeros before a MaxPool (whose padding is never chosen): a Pad layer. */
+  mp = load_proto(bn_avg);
+  pad = find(mp, "Pad", 5);
+  set_text(&find(mp, "AveragePool", index_of(mp, pad))->op_type, "MaxPool");
+  model* m = accepted(mp, "pad-maxpool.onnx");
+  const int pad_layer = layer_of(m, MODEL_PAD, 0);
+  CHECK(pad_layer >= 0 && pad_layer + 1 < m->layer_count &&
+            m->layers[pad_layer + 1].op == MODEL_MAXPOOL &&
+            m->layers[pad_layer + 1].inputs[0] == pad_layer + 1,
+        "pad-maxpool.onnx: no Pad layer read by the max pooling");
+  printf("  pad-maxpool.onnx: a Pad layer, then the max pooling\n");
+  model_free(m);
+
+  /* Padding of 1 above and below, none left and 2 right before an AveragePool (the same
+     size): the pooling's own. */
+  mp = load_proto(bn_avg);
+  pad = find(mp, "Pad", 5);
+  set_int64(constant_value(mp, pad->input[1]), 3, 0);
+  set_int64(constant_value(mp, pad->input[1]), 7, 2);
+  m = accepted(mp, "pad-uneven.onnx");
+  const int avg = layer_of(m, MODEL_AVGPOOL, layer_of(m, MODEL_AVGPOOL, 0) + 1);
+  CHECK(avg >= 0 && layer_of(m, MODEL_PAD, 0) < 0, "pad-uneven.onnx: a Pad layer left");
+  const model_window* w = &m->layers[avg].p.pool.w;
+  CHECK(w->pad_t == 1 && w->pad_l == 0 && w->pad_b == 1 && w->pad_r == 2 &&
+            m->layers[avg].p.pool.count_pad,
+        "pad-uneven.onnx: the pooling's padding %d,%d,%d,%d (count %d)", w->pad_t, w->pad_l,
+        w->pad_b, w->pad_r, m->layers[avg].p.pool.count_pad);
+  printf("  pad-uneven.onnx: the average pooling pads 1, 0, 1, 2 and counts them\n");
+  model_free(m);
+
+  /* An Add of a constant after a Gemm: its bias. */
+  model* plain = NULL;
+  ttp_err e0 = {0};
+  CHECK(io_load_onnx(mlp, &plain, &e0) == TTP_OK, "%s", e0.message);
+  mp = load_proto(mlp);
+  set_text(&find(mp, "MatMul", 0)->op_type, "Gemm");
+  m = accepted(mp, "add-gemm.onnx");
+  CHECK(m->layer_count == plain->layer_count && m->layers[2].op == MODEL_FC,
+        "add-gemm.onnx: %d layers, not %d", m->layer_count, plain->layer_count);
+  CHECK(memcmp(m->layers[2].bias, plain->layers[2].bias, m->layers[2].bias_count * 4) == 0,
+        "add-gemm.onnx: the Add is not the Gemm's bias");
+  printf("  add-gemm.onnx: the Add is the Gemm's bias\n");
+  model_free(m);
+  model_free(plain);
 
   /* An Identity of an initializer reads as the initializer. */
   printf("accepted:\n");
   mp = load_proto(bn_avg);
   Onnx__NodeProto* norm = find(mp, "BatchNormalization", 0);
-  Onnx__GraphProto* g = mp->graph;
+  g = mp->graph;
   Onnx__NodeProto** nodes = realloc(g->node, (g->n_node + 1) * sizeof *nodes);
   CHECK(nodes, "out of memory");
   g->node = nodes;
@@ -205,6 +301,6 @@ int main(int argc, char** argv) {
          "weights\n", a->layer_count);
   model_free(a);
   model_free(b);
-  printf("onnx ops: 9 changed files refused, an Identity of an initializer read through\n");
+  printf("onnx ops: 11 changed files refused, 4 read as what they mean\n");
   return 0;
 }
