@@ -33,6 +33,11 @@ static const net nets[] = {
     {"lenet-bn-avg", "lenet-bn-avg.onnx", 0},
     {"rgb-stride", "rgb-stride.onnx", 0},
     {"mlp-sigmoid", "mlp-sigmoid.onnx", 0},
+    {"resnet20", "resnet20.onnx", 0},
+    {"resnet-option-a", "resnet-option-a.onnx", 0},
+    {"mobilenetv2", "mobilenetv2.onnx", 0},
+    {"densenet", "densenet.onnx", 0},
+    {"zoo", "zoo.onnx", 0},
 };
 
 /* NAME.expected: '#' comments, then one line of CLASSES numbers an image. */
