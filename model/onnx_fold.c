@@ -25,7 +25,7 @@ static const struct { const char* name; int op; } binaries[] = {
     {"LessOrEqual", BIN_LESS_EQUAL}, {"Greater", BIN_GREATER},
     {"GreaterOrEqual", BIN_GREATER_EQUAL}, {"And", BIN_AND}, {"Or", BIN_OR}, {"Mod", BIN_MOD}};
 static const char* const others[] = {
-    "Constant", "Cast", "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape",
+    "Constant", "Cast", "CastLike", "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape",
     "Flatten", "Slice", "Transpose", "ConstantOfShape", "Range", "Expand", "Where", "Split"};
 
 #define COUNT(a) (sizeof(a) / sizeof(a)[0])
@@ -276,12 +276,23 @@ static int type_is_integer(int64_t to) {
          to != ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
 }
 
+/* Cast to its `to` type; CastLike to the type of input 1 (integer or float64: what a constant
+   keeps of its type). */
 static ttp_status fold_cast(onnx_reader* r, size_t k) {
   const onnx_const* a = onnx_const_input(r, k, 0, "input");
   if (!a) return r->e->status;
+  int64_t to = onnx_int_attr(r->g->node[k], "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+  const int like_slot = onnx_input(r, k, 1);
+  if (strcmp(r->g->node[k]->op_type, "CastLike") == 0 && like_slot >= 0 &&
+      r->slots[like_slot].kind == SLOT_TENSOR) { /* like the image's tensors: a float */
+    to = ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
+  } else if (strcmp(r->g->node[k]->op_type, "CastLike") == 0) {
+    const onnx_const* like = onnx_const_input(r, k, 1, "target");
+    if (!like) return r->e->status;
+    to = like->integer ? ONNX__TENSOR_PROTO__DATA_TYPE__INT64 : ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
+  }
   onnx_const* o = output(r, k, 0);
   if (!o) return TTP_OK;
-  const int64_t to = onnx_int_attr(r->g->node[k], "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
   memset(o, 0, sizeof *o);
   o->rank = a->rank;
   memcpy(o->dims, a->dims, sizeof o->dims);
@@ -792,7 +803,7 @@ ttp_status onnx_fold(onnx_reader* r, size_t k) {
   if ((code = find_op(op, 1)) >= 0) return fold_unary(r, k, code);
   if ((code = find_op(op, 0)) >= 0) return fold_binary(r, k, code);
   if (strcmp(op, "Constant") == 0) return fold_constant(r, k);
-  if (strcmp(op, "Cast") == 0) return fold_cast(r, k);
+  if (strcmp(op, "Cast") == 0 || strcmp(op, "CastLike") == 0) return fold_cast(r, k);
   if (strcmp(op, "Shape") == 0 || strcmp(op, "Size") == 0) {
     const onnx_const* a = onnx_const_input(r, k, 0, "input");
     return a ? onnx_fold_shape(r, k, a->rank, a->dims) : r->e->status;

@@ -1067,6 +1067,13 @@ static ttp_status alias(onnx_reader* r, size_t k) {
   const Onnx__NodeProto* n = r->g->node[k];
   onnx_tensor* t;
   TRY(data_in(r, k, 1, ONNX_MAX_RANK, &t));
+  if (strcmp(n->op_type, "CastLike") == 0) { /* to the type of input 1: a float type */
+    const int like = onnx_input(r, k, 1);
+    const onnx_const* c = like >= 0 && r->slots[like].kind != SLOT_TENSOR ? onnx_const_of(r, k, like) : NULL;
+    if (like < 0 || (r->slots[like].kind != SLOT_TENSOR && (!c || c->integer)))
+      return onnx_node_error(r, k, "a cast of the image's tensor to a type that is not a float "
+                             "type");
+  }
   if (strcmp(n->op_type, "Cast") == 0) {
     const int64_t to = onnx_int_attr(n, "to", 0);
     if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 &&
@@ -1087,7 +1094,7 @@ const char onnx_supported[] =
     "Slice, Pad, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Relu, LeakyRelu, Sigmoid, Tanh, "
     "Clip, HardSwish, HardSigmoid, Gelu, Erf, Elu, PRelu, Softplus, Mish, LRN, Softmax, "
     "LogSoftmax (as the output), "
-    "Identity, Dropout, Cast, Shape, Size and operators on constants";
+    "Identity, Dropout, Cast, CastLike, Shape, Size and operators on constants";
 
 ttp_status onnx_layers(onnx_reader* r, size_t k) {
   const Onnx__NodeProto* n = r->g->node[k];
@@ -1130,7 +1137,10 @@ ttp_status onnx_layers(onnx_reader* r, size_t k) {
     set_output(r, k, 0, t, 0);
     return TTP_OK;
   }
-  if (strcmp(op, "Identity") == 0 || strcmp(op, "Dropout") == 0 || strcmp(op, "Cast") == 0)
+  if (strcmp(op, "CastLike") == 0 && !tensor_in(r, k, 0))
+    return onnx_fold(r, k); /* a constant cast like the image's tensor */
+  if (strcmp(op, "Identity") == 0 || strcmp(op, "Dropout") == 0 || strcmp(op, "Cast") == 0 ||
+      strcmp(op, "CastLike") == 0)
     return alias(r, k);
   if (strcmp(op, "Shape") == 0 || strcmp(op, "Size") == 0) {
     onnx_tensor* t;

@@ -6,8 +6,7 @@
 
 #include "../augment/merge.h"
 #include "../augment/tta.h"
-#include "../model/mnistcudnn.h"
-#include "../model/onnx.h"
+#include "../model/load.h"
 #include "cpu/cpu_engine.h"
 #include "pipeline_internal.h"
 
@@ -203,11 +202,7 @@ static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
   if (!options) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no options given");
   TRY(take_options(p, options));
   const char* path = p->options.model_dir;
-  const size_t len = strlen(path);
-  if (len > 5 && strcmp(path + len - 5, ".onnx") == 0)
-    TRY(io_load_onnx(path, &p->model, &p->err));
-  else
-    TRY(io_load_mnistcudnn(path, &p->model, &p->err));
+  TRY(model_load(path, &p->model, &p->err));
   const model_shape in = p->model->input;
   if ((in.c != 1 && in.c != 3) || in.h < TTP_MIN_SIDE || in.h > TTP_MAX_SIDE ||
       in.w < TTP_MIN_SIDE || in.w > TTP_MAX_SIDE)

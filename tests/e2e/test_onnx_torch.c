@@ -38,6 +38,11 @@ static const net nets[] = {
     {"mobilenetv2", "mobilenetv2.onnx", 0},
     {"densenet", "densenet.onnx", 0},
     {"zoo", "zoo.onnx", 0},
+    /* PyTorch 2.11's torch.export-based exporter (opset 18): the same networks, other graphs. */
+    {"torch2-dynamo/resnet20", "torch2-dynamo/resnet20.onnx", 0},
+    {"torch2-dynamo/resnet-option-a", "torch2-dynamo/resnet-option-a.onnx", 0},
+    {"torch2-dynamo/mobilenetv2", "torch2-dynamo/mobilenetv2.onnx", 0},
+    {"torch2-dynamo/densenet", "torch2-dynamo/densenet.onnx", 0},
 };
 
 /* NAME.expected: '#' comments, then one line of CLASSES numbers an image. */
