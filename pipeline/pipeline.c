@@ -7,6 +7,7 @@
 #include "../augment/merge.h"
 #include "../augment/tta.h"
 #include "../model/load.h"
+#include "../model/plan.h"
 #include "cpu/cpu_engine.h"
 #include "pipeline_internal.h"
 
@@ -118,12 +119,15 @@ static ttp_status describe_model(ttp_pipeline* p) {
   p->layers = calloc((size_t)m->layer_count, sizeof *p->layers);
   p->details = calloc((size_t)m->layer_count, sizeof *p->details);
   p->index_labels = calloc((size_t)m->classes, sizeof *p->index_labels);
-  if (!p->layers || !p->details || !p->index_labels)
+  p->layer_inputs = calloc((size_t)m->layer_count * MODEL_MAX_INPUTS, sizeof *p->layer_inputs);
+  if (!p->layers || !p->details || !p->index_labels || !p->layer_inputs)
     return ERR_NOMEM(&p->err, (size_t)m->layer_count * (sizeof *p->layers + sizeof *p->details));
   double flops = 0;
   for (int i = 0; i < m->layer_count; i++) {
     const model_layer* l = &m->layers[i];
     model_describe(l, p->details[i], sizeof p->details[i]);
+    int* inputs = p->layer_inputs + (size_t)i * MODEL_MAX_INPUTS;
+    for (int k = 0; k < l->input_count; k++) inputs[k] = l->inputs[k] - 1; /* value v: layer v-1 */
     p->layers[i] = (ttp_layer_info){
         .name = l->name,
         .kind = model_op_name(l->op),
@@ -132,6 +136,8 @@ static ttp_status describe_model(ttp_pipeline* p) {
         .out_c = l->out.c, .out_h = l->out.h, .out_w = l->out.w,
         .parameters = (long long)l->weight_count + (l->bias ? (long long)l->bias_count : 0),
         .flops = 2.0 * l->macs,
+        .input_count = l->input_count,
+        .inputs = inputs,
     };
     flops += 2.0 * l->macs;
   }
@@ -143,6 +149,11 @@ static ttp_status describe_model(ttp_pipeline* p) {
       .parameters = model_parameter_count(m),
       .flops = flops,
   };
+  model_plan plan;
+  TRY(model_plan_values(m, &plan, &p->err));
+  p->info.activation_bytes = 4.0 * (double)plan.arena;
+  p->info.activation_sum_bytes = 4.0 * (double)plan.sum;
+  model_plan_free(&plan);
   memcpy(p->info.input_mean, m->scaling.mean, sizeof p->info.input_mean);
   memcpy(p->info.input_std, m->scaling.std, sizeof p->info.input_std);
   return TTP_OK;
@@ -221,11 +232,13 @@ static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
   char tempered[48] = "";
   if (p->temperature != 1.0f)
     snprintf(tempered, sizeof tempered, "; temperature %g", p->temperature);
-  snprintf(p->description, sizeof p->description, "%s; tta %d cop%s%s%s%s%s%s",
+  snprintf(p->description, sizeof p->description,
+           "%s; tta %d cop%s%s%s; activations %.1f KB a copy%s%s%s",
            p->stream.ops->describe(p->stream.impl), p->spec.copies,
            p->spec.copies == 1 ? "y" : "ies", tempered,
            p->model->softmax_added ? "; a softmax added after the model's logits" : "",
-           fallback[0] ? " (auto: " : "", fallback, fallback[0] ? ")" : "");
+           p->info.activation_bytes / 1024.0, fallback[0] ? " (auto: " : "", fallback,
+           fallback[0] ? ")" : "");
   return TTP_OK;
 }
 
@@ -241,6 +254,7 @@ void ttp_close(ttp_pipeline* p) {
   stream_close(&p->stream);
   free(p->layers);
   free(p->details);
+  free(p->layer_inputs);
   free(p->index_labels);
   model_free(p->model);
   free(p);

@@ -30,6 +30,7 @@ struct ttp_pipeline {
   ttp_model_info info;
   ttp_layer_info* layers;
   char (*details)[64];      /* layers[i].detail */
+  int* layer_inputs;        /* layers[i].inputs: MODEL_MAX_INPUTS a layer */
   char (*index_labels)[12]; /* class names when the model has no labels.txt */
   const engine_entry* engine; /* NULL until the engine is open */
   batch_stream stream;        /* the engine behind the streaming core */

@@ -373,16 +373,27 @@ typedef struct ttp_model_info {
                                                  conv and fc layers (the rest is under 1%) */
   float input_mean[3], input_std[3];          /* the input scaling in use (ttp_options'
                                                  normalize); 0 and 1 when there is none */
+  double activation_bytes;                    /* fp32 values of one copy as the CPU engines
+                                                 keep them: a tensor no longer read gives its
+                                                 room to later ones (planned at open) */
+  double activation_sum_bytes;                /* the same if each tensor had its own room */
 } ttp_model_info;
 
+/* A network is a graph of layers (nodes) in an order where each follows the layers it reads:
+   layer i reads the tensors inputs[0 .. input_count-1], each -1 (the input image) or the output
+   of an earlier layer j; the last layer's output is the class probabilities. A chain (LeNet)
+   has every layer read the one before it. */
 typedef struct ttp_layer_info {
-  const char* name;     /* "conv1", "pool1", ... */
-  const char* kind;     /* "conv", "maxpool", "relu", "fc", "lrn", "softmax" */
+  const char* name;     /* "conv1", "pool1", ... (an ONNX node's name, its last 31 bytes) */
+  const char* kind;     /* "conv", "maxpool", "relu", "fc", "add", "concat", ... */
   const char* detail;   /* parameters in words: "20x1x5x5 stride 1 pad 0" */
   int in_c, in_h, in_w; /* input tensor of one image: channels x rows x columns */
   int out_c, out_h, out_w;
   long long parameters;
   double flops;         /* as in ttp_model_info */
+  int input_count;      /* the tensors it reads: 1, or 2 and more (add, concat, ...) */
+  const int* inputs;    /* input_count of them: -1 the image, j >= 0 layer j's output; in_c,
+                           in_h, in_w are inputs[0]'s shape */
 } ttp_layer_info;
 
 /* The open model. Owned by the pipeline; NULL if p has no model (ttp_open failed). */

@@ -4,9 +4,13 @@
    - cpu: each network's 7 random images (tests/onnx/NAME.images.idx) give PyTorch's softmax
      (NAME.expected, float64) within 1e-5 on the CPU engine; and the ONNX export of lenet-mnist
      gives the same classes, and probabilities within 1e-6, as its .bin directory on the 2,000
-     held-out MNIST images (t10k 8000..9999).
-   - gpu: the same images on the cudnn engine, within 1e-4 in fp32 and 1e-2 in fp16; `auto`
-     takes the fused engine for the LeNet and the cudnn engine for the others; and with five
+     held-out MNIST images (t10k 8000..9999). The onednn engine (where built) within 1e-5 of the
+     CPU engine, with one copy and with five. ResNet-20's planned activations: at most a
+     quarter of its tensors' sum. The graph networks (residual, depthwise, dense, the zoo; also
+     as PyTorch 2.11's torch.export-based exporter writes them, tests/onnx/torch2-dynamo).
+   - gpu: the chains on the cudnn engine, within 1e-4 in fp32 and 1e-2 in fp16; `auto`
+     takes the fused engine for the LeNet and the cudnn engine for the other chains, a CPU
+     engine for the graphs, which cudnn refuses in one line until it runs them; and with five
      augmented copies (RGB: three planes moved alike, noise per channel, the model's scaling)
      the cudnn engine agrees with the CPU engine within 1e-4 in fp32, as does the fused engine
      on the LeNet with a scaling given (MNIST's mean and std). Exits 77 without a GPU.
@@ -26,23 +30,24 @@ typedef struct net {
   const char* name;
   const char* model; /* relative to ONNX_DIR, or to MODELS_DIR with from_models */
   int from_models;
+  int graph;         /* not a chain: the GPU engines refuse it until they run graphs */
 } net;
 
 static const net nets[] = {
-    {"lenet-mnist", "lenet-mnist/model.onnx", 1},
-    {"lenet-bn-avg", "lenet-bn-avg.onnx", 0},
-    {"rgb-stride", "rgb-stride.onnx", 0},
-    {"mlp-sigmoid", "mlp-sigmoid.onnx", 0},
-    {"resnet20", "resnet20.onnx", 0},
-    {"resnet-option-a", "resnet-option-a.onnx", 0},
-    {"mobilenetv2", "mobilenetv2.onnx", 0},
-    {"densenet", "densenet.onnx", 0},
-    {"zoo", "zoo.onnx", 0},
+    {"lenet-mnist", "lenet-mnist/model.onnx", 1, 0},
+    {"lenet-bn-avg", "lenet-bn-avg.onnx", 0, 0},
+    {"rgb-stride", "rgb-stride.onnx", 0, 0},
+    {"mlp-sigmoid", "mlp-sigmoid.onnx", 0, 0},
+    {"resnet20", "resnet20.onnx", 0, 1},
+    {"resnet-option-a", "resnet-option-a.onnx", 0, 1},
+    {"mobilenetv2", "mobilenetv2.onnx", 0, 1},
+    {"densenet", "densenet.onnx", 0, 1},
+    {"zoo", "zoo.onnx", 0, 1},
     /* PyTorch 2.11's torch.export-based exporter (opset 18): the same networks, other graphs. */
-    {"torch2-dynamo/resnet20", "torch2-dynamo/resnet20.onnx", 0},
-    {"torch2-dynamo/resnet-option-a", "torch2-dynamo/resnet-option-a.onnx", 0},
-    {"torch2-dynamo/mobilenetv2", "torch2-dynamo/mobilenetv2.onnx", 0},
-    {"torch2-dynamo/densenet", "torch2-dynamo/densenet.onnx", 0},
+    {"torch2-dynamo/resnet20", "torch2-dynamo/resnet20.onnx", 0, 1},
+    {"torch2-dynamo/resnet-option-a", "torch2-dynamo/resnet-option-a.onnx", 0, 1},
+    {"torch2-dynamo/mobilenetv2", "torch2-dynamo/mobilenetv2.onnx", 0, 1},
+    {"torch2-dynamo/densenet", "torch2-dynamo/densenet.onnx", 0, 1},
 };
 
 /* NAME.expected: '#' comments, then one line of CLASSES numbers an image. */
@@ -87,6 +92,24 @@ static ttp_pipeline* open_scaled(const char* path, ttp_engine engine, ttp_precis
 static ttp_pipeline* open_model(const char* path, ttp_engine engine, ttp_precision precision,
                                 int copies) {
   return open_scaled(path, engine, precision, copies, 0);
+}
+
+/* The model on engine, or NULL where this build lacks the engine (other refusals fail). */
+static ttp_pipeline* open_if_built(const char* path, ttp_engine engine, int copies) {
+  ttp_tta tta;
+  ttp_tta_init(&tta);
+  tta.copies = copies;
+  ttp_options o;
+  ttp_options_init(&o);
+  o.model_dir = path, o.engine = engine, o.tta = &tta, o.max_batch = 64, o.threads = 2;
+  ttp_pipeline* p = NULL;
+  const ttp_status s = ttp_open(&o, &p);
+  if (s == TTP_ERR_INVALID_ARGUMENT && strstr(ttp_last_error(p), "built without")) {
+    ttp_close(p);
+    return NULL;
+  }
+  CHECK(s == TTP_OK, "%s: %s", path, ttp_last_error(p));
+  return p;
 }
 
 /* probs (count x CLASSES) of the images on p, poisoned first. */
@@ -141,6 +164,51 @@ static void check_net(const net* n, const char* onnx_dir, const char* models_dir
   snprintf(what, sizeof what, "cpu against PyTorch float64");
   compare(what, probs, &want[0][0], im.count, 1e-5);
   ttp_close(p);
+  if (strcmp(n->name, "resnet20") == 0) { /* the lifetime plan: a quarter of the sum at most */
+    CHECK(info->activation_bytes <= 0.25 * info->activation_sum_bytes, "resnet20: activations "
+          "%.0f bytes of %.0f", info->activation_bytes, info->activation_sum_bytes);
+    printf("  activations planned: %.1f KB a copy, %.1f%% of the %.1f KB of all its tensors\n",
+           info->activation_bytes / 1024, 100 * info->activation_bytes / info->activation_sum_bytes,
+           info->activation_sum_bytes / 1024);
+  }
+
+  /* The onednn engine against the CPU engine, one copy and five. */
+  for (int copies = 1; !gpu && copies <= 5; copies += 4) {
+    ttp_pipeline* q = open_if_built(model, TTP_ENGINE_ONEDNN, copies);
+    if (!q) {
+      printf("  onednn: not built\n");
+      break;
+    }
+    p = open_model(model, TTP_ENGINE_CPU, TTP_PRECISION_FP32, copies);
+    classify(p, &im, reference);
+    ttp_close(p);
+    double ref[MAX_IMAGES * CLASSES];
+    for (size_t i = 0; i < im.count * CLASSES; i++) ref[i] = reference[i];
+    classify(q, &im, probs);
+    snprintf(what, sizeof what, "onednn, %d cop%s, against the cpu", copies, copies == 1 ? "y" : "ies");
+    compare(what, probs, ref, im.count, 1e-5);
+    ttp_close(q);
+  }
+  if (gpu && n->graph) {
+    /* Until the GPU engines run graphs: cudnn refuses in one line naming a layer, auto takes a
+       CPU engine. */
+    ttp_options o;
+    ttp_options_init(&o);
+    o.model_dir = model, o.engine = TTP_ENGINE_CUDNN;
+    p = NULL;
+    CHECK(ttp_open(&o, &p) == TTP_ERR_MODEL, "%s: cudnn accepted a graph", n->name);
+    CHECK(!strchr(ttp_last_error(p), '\n') && strstr(ttp_last_error(p), "engine cudnn"),
+          "%s: cudnn's refusal: %s", n->name, ttp_last_error(p));
+    printf("  cudnn: %.100s\n", ttp_last_error(p));
+    ttp_close(p);
+    p = open_model(model, TTP_ENGINE_AUTO, TTP_PRECISION_FP32, 1);
+    const char* d = ttp_engine_description(p);
+    CHECK(strncmp(d, "onednn", 6) == 0 || strncmp(d, "cpu", 3) == 0, "%s: auto opened '%s'",
+          n->name, d);
+    printf("  auto: %.60s...\n", d);
+    ttp_close(p);
+    gpu = 0; /* nothing more on the GPU for a graph */
+  }
 
   for (int half = 0; gpu && half < 2; half++) {
     p = open_model(model, TTP_ENGINE_CUDNN, half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32, 1);
