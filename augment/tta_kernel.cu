@@ -36,6 +36,19 @@ extern "C" ttp_status aug_launch(const aug_spec* spec, const uint8_t* images, in
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "aug_launch: %d images of %dx%dx%d", count, channels,
                rows, cols);
   const size_t shared = (size_t)channels * rows * cols;
+  /* Past the 48 KB a launch may take unasked (3 x 128 x 128 images), the kernel must be allowed
+     more (Hopper gives a block up to 227 KB). */
+  if (shared > 32768) {
+    const cudaError_t allowed =
+        type == AUG_OUT_HALF
+            ? cudaFuncSetAttribute(aug_kernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)shared)
+            : cudaFuncSetAttribute(aug_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)shared);
+    if (allowed != cudaSuccess)
+      return ERR(e, TTP_ERR_CUDA, "aug_kernel: %zu bytes of shared memory: %s", shared,
+                 cudaGetErrorString(allowed));
+  }
   if (type == AUG_OUT_HALF)
     aug_kernel<__half><<<count, kThreads, shared, stream>>>(*spec, images, channels, rows, cols,
                                                             static_cast<__half*>(out));

@@ -22,7 +22,7 @@ typedef enum aug_out_type { AUG_OUT_FLOAT = 0, AUG_OUT_HALF = 1 } aug_out_type;
    of channels x rows x cols values of the given type, copy c of image i at index i N + c; half
    values are the float values rounded to nearest. channels 1..3; channels x rows x cols at most
    AUG_MAX_PIXELS. */
-enum { AUG_MAX_PIXELS = 32768 };
+enum { AUG_MAX_PIXELS = 3 * 128 * 128 };
 ttp_status aug_launch(const aug_spec* spec, const uint8_t* images, int count, int channels,
                       int rows, int cols, aug_out_type type, void* out, cudaStream_t stream,
                       ttp_err* e);

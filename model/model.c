@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* Bounds that keep every size computation far from overflow and refuse absurd layers. */
-enum { MAX_DIM = 1 << 14, MAX_CHANNELS = 1 << 16, MAX_FILTER = 64, MAX_STRIDE = 64, MAX_PAD = 64 };
+enum { MAX_DIM = 1 << 14, MAX_CHANNELS = 1 << 16, MAX_FILTER = 128, MAX_STRIDE = 64, MAX_PAD = 64 };
 #define MAX_TENSOR ((long long)1 << 26) /* floats in one image's activation */
 
 static int in_range(long long v, long long lo, long long hi) { return v >= lo && v <= hi; }

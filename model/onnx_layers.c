@@ -529,16 +529,16 @@ static ttp_status pool(onnx_reader* r, size_t k, model_op op, int global) {
   model_window win;
   int count_pad = 0, ceil_mode = 0;
   if (global) {
-    if (t->dims[2] > 64 || t->dims[3] > 64)
-      return onnx_node_error(r, k, "a global window of %lldx%lld (64x64 at most)",
+    if (t->dims[2] > TTP_MAX_SIDE || t->dims[3] > TTP_MAX_SIDE)
+      return onnx_node_error(r, k, "a global window of %lldx%lld (the input's largest at most)",
                              (long long)t->dims[2], (long long)t->dims[3]);
     win = model_window_of((int)t->dims[2], (int)t->dims[3], 1, 0);
   } else {
     int64_t ks[ONNX_MAX_RANK];
     size_t nks;
     if (onnx_ints_attr(n, "kernel_shape", ks, ONNX_MAX_RANK, &nks) <= 0 || nks != 2 ||
-        ks[0] < 1 || ks[0] > 64 || ks[1] < 1 || ks[1] > 64)
-      return onnx_node_error(r, k, "kernel_shape: two sizes of 1..64");
+        ks[0] < 1 || ks[0] > TTP_MAX_SIDE || ks[1] < 1 || ks[1] > TTP_MAX_SIDE)
+      return onnx_node_error(r, k, "kernel_shape: two sizes of 1..%d", TTP_MAX_SIDE);
     TRY(window_attrs(r, k, (int)ks[0], (int)ks[1], t->dims[2], t->dims[3], &win));
     if (win.dil_h != 1 || win.dil_w != 1) return onnx_node_error(r, k, "dilations other than 1");
     ceil_mode = onnx_int_attr(n, "ceil_mode", 0) != 0;
@@ -590,8 +590,8 @@ static ttp_status reduce(onnx_reader* r, size_t k) {
     return onnx_node_error(r, k, "a reduction over other axes than the rows and columns "
                            "together");
   const int keep = onnx_int_attr(n, "keepdims", 1) != 0;
-  if (t->dims[2] > 64 || t->dims[3] > 64)
-    return onnx_node_error(r, k, "a window of %lldx%lld (64x64 at most)", (long long)t->dims[2],
+  if (t->dims[2] > TTP_MAX_SIDE || t->dims[3] > TTP_MAX_SIDE)
+    return onnx_node_error(r, k, "a window of %lldx%lld (the input's largest at most)", (long long)t->dims[2],
                            (long long)t->dims[3]);
   int v;
   TRY(value_of(r, k, t, &v));

@@ -359,12 +359,12 @@ const char* ttp_last_error(const ttp_pipeline* p);
 /* The input sizes ttapipe classifies: 1 or 3 channels of TTP_MIN_SIDE .. TTP_MAX_SIDE rows and
    columns. */
 #define TTP_MIN_SIDE 8
-#define TTP_MAX_SIDE 64
+#define TTP_MAX_SIDE 128
 
 typedef struct ttp_model_info {
   int input_channels, input_rows, input_cols; /* the input image: 1 or 3 channels (planar: the
                                                  arrays of ttp_classify hold each image's
-                                                 channels one after the other), 8..64 rows and
+                                                 channels one after the other), 8..128 rows and
                                                  columns; 1 x 28 x 28 for a model directory */
   int classes;                                /* length of the probability vector */
   int layers;                                 /* ttp_layer(p, 0 .. layers-1) */

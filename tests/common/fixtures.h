@@ -97,7 +97,7 @@ enum {
   FIXTURE_ONNX_BAD_OP = 32,      /* a Tanh node ("squash") after the first layer */
   FIXTURE_ONNX_NOT_CHAIN = 64,   /* a node ("astray") that takes the graph input again */
   FIXTURE_ONNX_DYNAMIC = 128,    /* the rows a named dimension */
-  FIXTURE_ONNX_BIG = 256,        /* 100 rows */
+  FIXTURE_ONNX_BIG = 256,        /* 200 rows */
   FIXTURE_ONNX_OPSET99 = 512,    /* opset 99 */
   FIXTURE_ONNX_EXTERNAL = 1024   /* initializers marked as stored outside the file */
 };

@@ -226,7 +226,7 @@ void fixture_onnx(const model* m, const char* path, unsigned variant) {
   onnx__tensor_shape_proto__init(shape);
   shape->n_dim = 4;
   shape->dim = take(a, 4 * sizeof *shape->dim);
-  const int64_t dims[4] = {0, m->input.c, (variant & FIXTURE_ONNX_BIG) ? 100 : m->input.h, m->input.w};
+  const int64_t dims[4] = {0, m->input.c, (variant & FIXTURE_ONNX_BIG) ? 200 : m->input.h, m->input.w};
   for (int i = 0; i < 4; i++) {
     Onnx__TensorShapeProto__Dimension* d = take(a, sizeof *d);
     onnx__tensor_shape_proto__dimension__init(d);

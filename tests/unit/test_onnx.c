@@ -179,7 +179,7 @@ int main(void) {
       {FIXTURE_ONNX_BAD_OP, "an unsupported operator", "'squash' (Softsign)", "not supported"},
       {FIXTURE_ONNX_NOT_CHAIN, "conv2 fed the image", "'conv2' (Conv)", "over 1 channels"},
       {FIXTURE_ONNX_DYNAMIC, "dynamic rows", "dynamic rows", "'rows'"},
-      {FIXTURE_ONNX_BIG, "a 100-row input", "1x100x28", "8x8 to 64x64"},
+      {FIXTURE_ONNX_BIG, "a 200-row input", "1x200x28", "8x8 to 128x128"},
       {FIXTURE_ONNX_OPSET99, "opset 99", "opset 99", "7 to 21"},
       {FIXTURE_ONNX_EXTERNAL, "external data", "conv1.weight", "outside the file"},
       {FIXTURE_ONNX_BAD_LABELS, "a name short", "metadata 'labels'", "9 names for the model's 10"},
