@@ -575,14 +575,21 @@ static void onnx_seeds(void) {
 }
 
 /* PyTorch's own exports (tests/onnx/: Pad and Constant nodes, AveragePool, BatchNormalization,
-   Clip, LeakyRelu, Sigmoid, Tanh, MatMul + Add, an RGB input with its scaling metadata). */
+   Clip, LeakyRelu, Sigmoid, Tanh, MatMul + Add, an RGB input with its scaling metadata; the
+   graph networks: residual Adds, shape arithmetic, depthwise convolutions, Concat, GELU as Erf,
+   shuffles, and PyTorch 2's torch.export-based exporter's graphs). */
 static void torch_seeds(const char* onnx_dir) {
-  static const char* const names[] = {"lenet-bn-avg.onnx", "rgb-stride.onnx", "mlp-sigmoid.onnx"};
+  static const char* const names[] = {
+      "lenet-bn-avg.onnx", "rgb-stride.onnx", "mlp-sigmoid.onnx", "resnet20.onnx",
+      "resnet-option-a.onnx", "mobilenetv2.onnx", "densenet.onnx", "zoo.onnx",
+      "torch2-dynamo/densenet.onnx", "torch2-dynamo/mobilenetv2.onnx"};
   for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
     char from[4096], to[4096];
     snprintf(from, sizeof from, "%s/%s", onnx_dir, names[k]);
     snprintf(to, sizeof to, "%s/onnx/torch-%s", out_dir, names[k]);
-    static uint8_t bytes[1 << 20];
+    for (char* c = to + strlen(out_dir) + 6; *c; c++) /* torch2-dynamo/x: one file name */
+      if (*c == '/') *c = '-';
+    static uint8_t bytes[2 << 20];
     FILE* f = fopen(from, "rb");
     CHECK(f, "cannot open %s", from);
     const size_t size = fread(bytes, 1, sizeof bytes, f);
