@@ -631,8 +631,11 @@ static ttp_status fully_connected(onnx_reader* r, size_t k, onnx_tensor* t, int 
                          transpose ? (size_t)in : 0, &l->weights));
   l->bias = calloc((size_t)out, sizeof *l->bias);
   if (!l->bias) return ERR_NOMEM(r->e, (size_t)out * sizeof *l->bias);
-  if (alpha != 1.0)
-    for (size_t i = 0; i < w->count; i++) l->weights[i] = (float)(l->weights[i] * alpha);
+  for (size_t i = 0; alpha != 1.0 && i < w->count; i++) {
+    l->weights[i] = (float)(l->weights[i] * alpha);
+    if (!isfinite(l->weights[i]))
+      return onnx_node_error(r, k, "alpha %g times weight %zu overflows float32", alpha, i);
+  }
   if (c_slot >= 0) {
     const onnx_const* c = &r->slots[c_slot].c;
     if (c->count != 1 && c->count != (size_t)out)

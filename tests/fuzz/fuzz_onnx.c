@@ -4,14 +4,16 @@
    TTP_ERR_IO, TTP_ERR_OUT_OF_MEMORY), and returns no model; an accepted model passed model_check
    (its shapes fit, its classes are its last layer's outputs), ends in a softmax, its weights
    are finite, its labels (from the metadata) are one a class, none empty, no control
-   characters, its input is 1 or 3 channels of 8..64 a side and its scaling finite with std > 0;
-   and a small accepted model runs one image through the CPU reference layers (each output
-   poisoned first, every value written), so that odd windows, paddings and strides meet the
-   layers under the sanitizers. */
+   characters, its input is 1 or 3 channels of 8..128 a side and its scaling finite with std > 0;
+   and a small accepted model runs one image through the CPU reference: a chain layer by layer
+   (each output poisoned first, every value written), a graph whole (its probabilities poisoned
+   first, every one written, in 0..1), so that odd windows, paddings, strides and the graph's
+   joins meet the layers under the sanitizers. */
 #include <math.h>
 #include <string.h>
 
 #include "fuzz.h"
+#include "augment/tta.h"
 #include "model/onnx.h"
 #include "pipeline/cpu/cpu_engine.h"
 
@@ -48,7 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_ASSERT(isfinite(y->bias[k]), "layer %d bias %zu not finite", l, k);
   }
   const model_shape in = m->input;
-  FUZZ_ASSERT((in.c == 1 || in.c == 3) && in.h >= 8 && in.h <= 64 && in.w >= 8 && in.w <= 64,
+  FUZZ_ASSERT((in.c == 1 || in.c == 3) && in.h >= TTP_MIN_SIDE && in.h <= TTP_MAX_SIDE &&
+                  in.w >= TTP_MIN_SIDE && in.w <= TTP_MAX_SIDE,
               "input %dx%dx%d accepted", in.c, in.h, in.w);
   for (int c = 0; c < 3; c++)
     FUZZ_ASSERT(isfinite(m->scaling.mean[c]) && m->scaling.std[c] > 0 &&
@@ -57,7 +60,25 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   double macs = 0;
   for (int l = 0; l < m->layer_count; l++) macs += m->layers[l].macs;
   const size_t most = model_max_activation(m);
-  if (macs < 2e6 && most <= 1 << 16) {
+  int at;
+  const int chain = model_is_chain(m, &at);
+  if (macs < 2e6 && most <= 1 << 16 && !chain) { /* a graph: one copy of one image, whole */
+    static uint8_t image[3 * TTP_MAX_SIDE * TTP_MAX_SIDE];
+    static float probs[1 << 16];
+    for (size_t i = 0; i < model_shape_size(in); i++) image[i] = (uint8_t)(i * 37 % 251);
+    ttp_tta t;
+    ttp_tta_init(&t);
+    engine_config c = {.threads = 1};
+    FUZZ_ASSERT(aug_spec_from(&t, &c.spec, &c.merge, &(float){1}, &e) == TTP_OK, "%s", e.message);
+    const uint32_t poison = 0x7fa5a5a5u;
+    for (int k = 0; k < m->classes; k++) memcpy(&probs[k], &poison, 4);
+    FUZZ_ASSERT(cpu_engine_copies(m, &c, image, NULL, probs, &e) == TTP_OK, "%s", e.message);
+    for (int k = 0; k < m->classes; k++)
+      FUZZ_ASSERT(memcmp(&probs[k], &poison, 4) != 0 && (isnan(probs[k]) || (probs[k] >= 0 &&
+                                                                            probs[k] <= 1)),
+                  "class %d: probability %g", k, probs[k]);
+  }
+  if (macs < 2e6 && most <= 1 << 16 && chain) {
     static float a[1 << 16], b[1 << 16];
     for (size_t i = 0; i < model_shape_size(in); i++) a[i] = (float)(i % 7) * 0.25f - 0.5f;
     engine_config c = {.threads = 1};
