@@ -2,7 +2,8 @@
 """The ttapipe workload the way a PyTorch user would write it, for BENCHMARKS.md.
 
 The same network (datasets/train.py's LeNet, loaded from a model directory in the mnistCUDNN
-layout), the same test-time augmentation (N copies; copy 0 as it is; shifts of up to 2 pixels with
+layout; or, for MODEL net:NAME, a graph network of tests/onnx/nets.py, e.g. net:resnet20, with
+its default initialisation: the weights do not change the work), the same test-time augmentation (N copies; copy 0 as it is; shifts of up to 2 pixels with
 black coming in, contrast 0.85..1.15, brightness -0.05..+0.05, uniform noise of 0.04, clamp to
 [0, 1]; torch's random numbers instead of ttapipe's Philox keyed by the pixels), the mean of the
 softmax outputs, from u8 images in host memory to classes and probabilities in host memory, one
@@ -34,11 +35,39 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
                                 "datasets"))
 from train import LeNet  # noqa: E402  the network, written once
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "onnx"))
+import nets  # noqa: E402  the graph networks, written once
 
+SHAPE = [1, 28, 28]  # the input image: channels, rows, columns (set by load)
 FLOPS = 2 * (288000 + 1600000 + 400000 + 5000)  # per copy: 2 per multiply-add of conv and fc
 
 
+def count_flops(model):
+    """2 per multiply-add of the convolutions and fully connected layers, one copy."""
+    macs = []
+
+    def hook(module, inputs, output):
+        if isinstance(module, torch.nn.Conv2d):
+            macs.append(output.numel() * module.in_channels // module.groups *
+                        module.kernel_size[0] * module.kernel_size[1])
+        elif isinstance(module, torch.nn.Linear):
+            macs.append(module.in_features * module.out_features)
+    handles = [m.register_forward_hook(hook) for m in model.modules()]
+    with torch.no_grad():
+        model(torch.zeros(1, *SHAPE))
+    for h in handles:
+        h.remove()
+    return 2 * sum(macs)
+
+
 def load(model_dir, dtype, device):
+    global FLOPS
+    if model_dir.startswith("net:"):
+        model, shape = nets.make(model_dir[4:])
+        SHAPE[:] = list(shape)
+        model.eval()
+        FLOPS = count_flops(model)
+        return model.to(device).to(dtype)
     model = LeNet()
     for name in ("conv1", "conv2", "ip1", "ip2"):
         layer = getattr(model, name)
@@ -50,23 +79,25 @@ def load(model_dir, dtype, device):
 
 
 def tta(images_u8, copies, dtype):
-    """B x 28 x 28 u8 on the GPU -> (B N) x 1 x 28 x 28 augmented copies."""
+    """B x C x H x W u8 -> (B N) x C x H x W augmented copies (every channel moved alike)."""
     b = images_u8.shape[0]
-    x = (images_u8.to(dtype) / 255.0).unsqueeze(1).repeat_interleave(copies, 0)
+    c, h, w = SHAPE
+    x = (images_u8.to(dtype) / 255.0).repeat_interleave(copies, 0)
     n = x.shape[0]
     dev = x.device
     shift = torch.randint(-2, 3, (n, 2), device=dev).to(dtype)
     theta = torch.zeros(n, 2, 3, device=dev, dtype=dtype)
     theta[:, 0, 0] = 1
     theta[:, 1, 1] = 1
-    theta[:, :, 2] = -shift * (2.0 / 28.0)  # move the image by (dx, dy) pixels
-    grid = F.affine_grid(theta, (n, 1, 28, 28), align_corners=False)
+    theta[:, 0, 2] = -shift[:, 0] * (2.0 / w)  # move the image by (dx, dy) pixels
+    theta[:, 1, 2] = -shift[:, 1] * (2.0 / h)
+    grid = F.affine_grid(theta, (n, c, h, w), align_corners=False)
     moved = F.grid_sample(x, grid, mode="nearest", padding_mode="zeros", align_corners=False)
     contrast = torch.empty(n, 1, 1, 1, device=dev, dtype=dtype).uniform_(0.85, 1.15)
     brightness = torch.empty(n, 1, 1, 1, device=dev, dtype=dtype).uniform_(-0.05, 0.05)
     noise = torch.empty_like(moved).uniform_(-0.04, 0.04)
     out = (contrast * moved + brightness + noise).clamp_(0, 1)
-    out.view(b, copies, 1, 28, 28)[:, 0] = x.view(b, copies, 1, 28, 28)[:, 0]  # copy 0 as it is
+    out.view(b, copies, c, h, w)[:, 0] = x.view(b, copies, c, h, w)[:, 0]  # copy 0 as it is
     return out
 
 
@@ -79,7 +110,7 @@ def make_step(model, copies, dtype):
 
 
 def runner(variant, model, copies, dtype, batch, host):
-    """A function host_u8 (pinned, batch x 28 x 28) -> (classes, probabilities) on the host."""
+    """A function host_u8 (pinned, batch x C x H x W) -> (classes, probabilities) on the host."""
     step = make_step(model, copies, dtype)
     if variant == "compile":
         step = torch.compile(step)
@@ -92,7 +123,7 @@ def runner(variant, model, copies, dtype, batch, host):
             cls, merged = step(x.cuda(non_blocking=True))
             return cls.cpu(), merged.cpu()
         return call
-    static_in = torch.empty(batch, 28, 28, dtype=torch.uint8, device="cuda")
+    static_in = torch.empty(batch, *SHAPE, dtype=torch.uint8, device="cuda")
     static_in.copy_(host)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -115,7 +146,7 @@ def measure(variant, precision, batch, copies, model_dir, seconds, device):
     dtype = torch.float16 if precision == "fp16" else torch.float32
     model = load(model_dir, dtype, device)
     gen = torch.Generator().manual_seed(1)
-    host = torch.randint(0, 256, (batch, 28, 28), dtype=torch.uint8, generator=gen)
+    host = torch.randint(0, 256, (batch, *SHAPE), dtype=torch.uint8, generator=gen)
     if device == "cuda":
         host = host.pin_memory()
     with torch.no_grad():
