@@ -446,8 +446,8 @@ ttp_status onnx_reshape_dims(onnx_reader* r, size_t k, int rank, const int64_t* 
       return onnx_node_error(r, k, "dimension %lld", (long long)v);
     }
     out[i] = v;
-    known *= v;
-    if (known > ONNX_CONST_MAX && (size_t)known > total)
+    if (v > (int64_t)total + 1 || __builtin_mul_overflow(known, v, &known) ||
+        (known > ONNX_CONST_MAX && (size_t)known > total))
       return onnx_node_error(r, k, "a shape larger than its input");
   }
   if (infer >= 0) {
@@ -548,18 +548,18 @@ ttp_status onnx_slice_params(onnx_reader* r, size_t k, int rank, const int64_t* 
     seen[a] = 1;
     if (a == 0) *raw_end0 = ends[i];
     const int64_t s = nst ? steps[i] : 1, dim = dims[a];
-    if (s == 0) return onnx_node_error(r, k, "a step of 0");
+    if (s == 0 || s == INT64_MIN) return onnx_node_error(r, k, "a step of %lld", (long long)s);
     int64_t b = starts[i], e = ends[i];
     if (b < 0) b = b < -dim ? 0 : b + dim;
     if (e < 0) e = e < -dim ? -1 : e + dim; /* below everything for a negative step */
     if (s > 0) {
       b = b > dim ? dim : b;
       e = e > dim ? dim : e < 0 ? 0 : e;
-      count[a] = e > b ? (e - b + s - 1) / s : 0;
+      count[a] = e > b ? (e - b - 1) / s + 1 : 0;
     } else {
       b = b > dim - 1 ? dim - 1 : b;
       e = e > dim - 1 ? dim - 1 : e;
-      count[a] = b > e ? (b - e + (-s) - 1) / (-s) : 0;
+      count[a] = b > e ? (b - e - 1) / -s + 1 : 0;
     }
     start[a] = b, step[a] = s;
   }
