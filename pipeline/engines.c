@@ -53,6 +53,7 @@ static const engine_entry onednn_entry = {
     .supports_model = onednn_engine_supports_model,
     .host = &onednn_engine_ops,
     .run_layer = onednn_engine_run_layer,
+    .graphs = 1,
 };
 #else
 static const engine_entry onednn_entry = {

@@ -47,9 +47,7 @@ static ttp_status net_for(onednn_engine* eng, size_t images, onednn_net** net, t
     }
   if (eng->net_count == MAX_NETS)
     return ERR(e, TTP_ERR_INTERNAL, "onednn engine: more than %d nets", MAX_NETS);
-  const model* m = eng->m;
-  TRY(onednn_net_plan(&eng->ctx, m->layers, m->layer_count, (int)images * eng->spec.copies, net,
-                      e));
+  TRY(onednn_net_plan(&eng->ctx, eng->m, (int)images * eng->spec.copies, net, e));
   eng->net_images[eng->net_count] = images;
   eng->nets[eng->net_count++] = *net;
   return TTP_OK;
@@ -183,17 +181,19 @@ const host_engine_ops onednn_engine_ops = {
 
 /* ---- what it runs, and one layer alone ---------------------------------------------------- */
 
+/* Every layer of model.h, every window (onednn_net.h says which run as host loops), but for an
+   LRN window of even size. */
 int onednn_engine_supports(const model_layer* l, const engine_config* c, char* why, size_t n) {
   (void)c;
+  if ((unsigned)l->op >= MODEL_OP_COUNT) {
+    snprintf(why, n, "no oneDNN code for layer kind %d", (int)l->op);
+    return 0;
+  }
   if (l->op == MODEL_LRN && l->p.lrn.n % 2 == 0) {
     snprintf(why, n, "an LRN window of even size (%d): oneDNN centres it otherwise", l->p.lrn.n);
     return 0;
   }
-  if (l->op > MODEL_CLIP) { /* the layers after it in model.h: not yet */
-    snprintf(why, n, "no oneDNN code for %s layers yet", model_op_name(l->op));
-    return 0;
-  }
-  return engine_plain_windows(l, why, n);
+  return 1;
 }
 
 static int all_finite(const float* v, size_t n) {
@@ -220,11 +220,18 @@ ttp_status onednn_engine_run_layer(const model_layer* l, int n, const engine_con
                                    int use_graph, const float* in, float* out, size_t guard,
                                    ttp_err* e) {
   (void)use_graph;
+  if (l->input_count != 1)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "layer %s: one layer alone runs on one input, not %d",
+               l->name, l->input_count);
   omp_set_num_threads(c->threads > 0 ? c->threads : 1);
+  /* The layer as a model of one layer reading the input. */
+  model_layer alone = *l;
+  alone.inputs[0] = 0;
+  model one = {.input = l->in, .layers = &alone, .layer_count = 1, .layer_capacity = 1};
   onednn_context ctx;
   TRY(onednn_context_open(&ctx, e));
   onednn_net* net;
-  ttp_status st = onednn_net_plan(&ctx, l, 1, n, &net, e);
+  ttp_status st = onednn_net_plan(&ctx, &one, n, &net, e);
   if (st == TTP_OK) {
     memcpy(onednn_net_input(net), in, (size_t)n * model_shape_size(l->in) * sizeof(float));
     st = onednn_net_run(net, e);
