@@ -90,6 +90,10 @@ ttp_status onnx_node_error(const onnx_reader* r, size_t k, const char* fmt, ...)
 #endif
     ;
 
+/* The error already recorded (by the model's checks), prefixed so: "FILE: node k 'NAME' (OP): ".
+   Returns its status. */
+ttp_status onnx_node_prefix(const onnx_reader* r, size_t k);
+
 const Onnx__AttributeProto* onnx_attr(const Onnx__NodeProto* n, const char* name);
 int64_t onnx_int_attr(const Onnx__NodeProto* n, const char* name, int64_t fallback);
 float onnx_float_attr(const Onnx__NodeProto* n, const char* name, float fallback);

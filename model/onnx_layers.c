@@ -45,7 +45,7 @@ static model_layer* new_layer(onnx_reader* r, size_t k, model_op op) {
 /* Shapes of the layer just added, the file named in a refusal. */
 static ttp_status infer_last(onnx_reader* r, size_t k) {
   if (model_infer_layer(r->m, r->m->layer_count - 1, r->e) != TTP_OK)
-    return onnx_node_error(r, k, "%s", r->e->message);
+    return onnx_node_prefix(r, k);
   return TTP_OK;
 }
 
@@ -199,7 +199,7 @@ static ttp_status affine(onnx_reader* r, size_t k, int in, const double* scale, 
       for (size_t i = 0; i < n; i++) w[i] = p->weights[0], b[i] = p->bias[0];
       free(p->weights), free(p->bias);
       p->weights = w, p->bias = b, p->weight_count = n;
-      TRY(model_infer_layer(r->m, t->value - 1, r->e));
+      if (model_infer_layer(r->m, t->value - 1, r->e) != TTP_OK) return onnx_node_prefix(r, k);
     }
     const size_t count = p->op == MODEL_AFFINE ? p->weight_count : (size_t)p->out.c;
     const size_t per = p->op == MODEL_AFFINE ? 1 : p->weight_count / count;

@@ -20,6 +20,13 @@ ttp_status onnx_node_error(const onnx_reader* r, size_t k, const char* fmt, ...)
              n->name ? n->name : "", n->op_type ? n->op_type : "?", why);
 }
 
+ttp_status onnx_node_prefix(const onnx_reader* r, size_t k) {
+  const Onnx__NodeProto* n = r->g->node[k];
+  err_prefix(r->e, "%s: node %zu '%s' (%s): ", r->path, k, n->name ? n->name : "",
+             n->op_type ? n->op_type : "?");
+  return r->e->status;
+}
+
 const Onnx__AttributeProto* onnx_attr(const Onnx__NodeProto* n, const char* name) {
   for (size_t i = 0; i < n->n_attribute; i++)
     if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0) return n->attribute[i];
