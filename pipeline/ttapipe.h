@@ -343,11 +343,11 @@ const char* ttp_last_error(const ttp_pipeline* p);
  *     -> lrn (n=5, alpha=1e-4, beta=0.75, k=1) -> ip2 + bias -> softmax
  * An optional labels.txt gives one class name per line (as many lines as classes). Missing,
  * short or over-long files and NaN or infinite weights are refused.
- * Or an ONNX file (README.md, "Models", has the table): a chain of Conv, MaxPool, AveragePool,
- * Relu, LeakyRelu, Sigmoid, Tanh, Clip, Gemm, MatMul (+ Add), Flatten, Reshape, Unsqueeze,
- * Squeeze, LRN and Softmax (BatchNormalization folded into the Conv, Gemm or MatMul before it, a
- * zero Pad into the Conv or AveragePool after it, Dropout and Identity dropped), every weight in
- * the file, on an input of 1 or 3 channels of TTP_MIN_SIDE to TTP_MAX_SIDE rows and columns; a
+ * Or an ONNX file (README.md, "Models", has the table), or a directory holding model.onnx and no
+ * .bin files: a graph (residual Adds, depthwise convolutions, Concat, squeeze-and-excitation,
+ * channel shuffles) of the operators listed there, constants and shapes computed at load,
+ * BatchNormalization folded where it can be, every weight in the file, on an input of 1 or 3
+ * channels of TTP_MIN_SIDE to TTP_MAX_SIDE rows and columns (the batch may be dynamic); a
  * graph that ends in logits gets a softmax. Anything else is refused naming the node. Its
  * metadata_props may give "labels" (one a line), and "mean" and "std" (one number, or one a
  * channel, separated by commas): the input scaling of ttp_options.normalize.
