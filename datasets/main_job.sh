@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: the shipped lenet-fashion model classifies the 10,000
-# Fashion-MNIST test images as PNG files, on the GPU when there is one and on the CPU otherwise.
+# The main job on the embedded default: the shipped model that scores best on Fashion-MNIST,
+# resnet-fashion (94.68%; lenet-fashion 91.92%), classifies the 10,000 Fashion-MNIST test images
+# as PNG files, on the engine `auto` picks (a ResNet: onednn, the fast CPU engine, until the GPU
+# engines run graphs).
 # No test-time augmentation: on these clean, centred images it costs accuracy (README). Installs Debian's dataset-fashion-mnist if missing and exports
 # its test set once into build/fashion-test; writes every result to build/fashion-test.csv and
 # shows the first ones, ttapipe's summary and the accuracy against the labels in the names.
@@ -12,7 +14,8 @@ images=$root/build/fashion-test
 if [ ! -d "$images" ]; then
   "$root/build/ttp_export" "$data/t10k-images-idx3-ubyte.gz" "$data/t10k-labels-idx1-ubyte.gz" "$images"
 fi
-"$root/build/ttapipe" classify --model "$root/models/lenet-fashion" --verbose \
+echo "model: models/resnet-fashion (the shipped model that scores best: 94.68% on this set)"
+"$root/build/ttapipe" classify --model "$root/models/resnet-fashion" --verbose \
   -o "$root/build/fashion-test.csv" "$images" || [ $? -eq 3 ]
 echo
 head -6 "$root/build/fashion-test.csv" | sed "s|$root/||"
