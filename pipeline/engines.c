@@ -106,10 +106,16 @@ ttp_status engine_check_model(const engine_entry* engine, const model* m, const 
   int at;
   if (!engine->graphs && !model_is_chain(m, &at)) {
     const model_layer* l = &m->layers[at];
+    char reads[64];
+    if (l->input_count > 1)
+      snprintf(reads, sizeof reads, "reads %d tensors", l->input_count);
+    else if (l->inputs[0] == 0)
+      snprintf(reads, sizeof reads, "reads the input image");
+    else
+      snprintf(reads, sizeof reads, "reads layer %d's output", l->inputs[0] - 1);
     return ERR(e, TTP_ERR_MODEL, "engine %s runs chains of layers alone, each reading the one "
-               "before; layer %s (%s) reads %d input%s, the first value %d of the model's %d",
-               engine->name, l->name, model_op_name(l->op), l->input_count,
-               l->input_count == 1 ? "" : "s", l->inputs[0], at);
+               "before; layer %d, %s (%s), %s: a graph (the cpu and onednn engines run graphs)",
+               engine->name, at, l->name, model_op_name(l->op), reads);
   }
   for (int i = 0; i < m->layer_count; i++)
     if (!engine->supports(&m->layers[i], c, why, sizeof why))
