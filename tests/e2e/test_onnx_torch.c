@@ -163,7 +163,6 @@ static void check_net(const net* n, const char* onnx_dir, const char* models_dir
   classify(p, &im, probs);
   snprintf(what, sizeof what, "cpu against PyTorch float64");
   compare(what, probs, &want[0][0], im.count, 1e-5);
-  ttp_close(p);
   if (strcmp(n->name, "resnet20") == 0) { /* the lifetime plan: a quarter of the sum at most */
     CHECK(info->activation_bytes <= 0.25 * info->activation_sum_bytes, "resnet20: activations "
           "%.0f bytes of %.0f", info->activation_bytes, info->activation_sum_bytes);
@@ -171,6 +170,7 @@ static void check_net(const net* n, const char* onnx_dir, const char* models_dir
            info->activation_bytes / 1024, 100 * info->activation_bytes / info->activation_sum_bytes,
            info->activation_sum_bytes / 1024);
   }
+  ttp_close(p);
 
   /* The onednn engine against the CPU engine, one copy and five. */
   for (int copies = 1; !gpu && copies <= 5; copies += 4) {
