@@ -266,13 +266,8 @@ static ttp_status finish_model(onnx_reader* r, int output) {
   model* m = r->m;
   if (out->t.pad.on || v == 0 || m->layers[v - 1].op != MODEL_SOFTMAX) {
     /* Logits (or a LogSoftmax's): the merge needs probabilities. */
-    r->at = (size_t)(out->producer >= 0 ? out->producer : 0);
-    if (out->t.pad.on) {
-      model_layer* l = model_add(m, MODEL_PAD, "pad (output)", r->e);
-      if (!l) return r->e->status;
-      (void)l;
+    if (out->t.pad.on)
       return ERR(r->e, TTP_ERR_MODEL, "%s: the graph's output is a Pad's", r->path);
-    }
     model_layer* l = model_add(m, MODEL_SOFTMAX, "softmax (added)", r->e);
     if (!l) return r->e->status;
     l->inputs[0] = v;

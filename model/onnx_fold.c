@@ -90,20 +90,26 @@ static size_t offset_of(size_t i, const int64_t* dims, int rank, const size_t* s
 
 static int64_t normalize_axis(int64_t axis, int rank) { return axis < 0 ? axis + rank : axis; }
 
-/* Every output constant of node k the same empty constant, filled by the caller. */
+/* Node k's output i as an empty constant for the caller to fill (NULL when absent). */
 static onnx_const* output(onnx_reader* r, size_t k, size_t i) {
   const int s = r->node_outputs[k][i];
   if (s < 0) return NULL;
   r->slots[s].kind = SLOT_CONST;
+  memset(&r->slots[s].c, 0, sizeof r->slots[s].c);
   return &r->slots[s].c;
+}
+
+/* Output constant o of rank dims, its values allocated (integers or floats). */
+static ttp_status shaped(const onnx_reader* r, onnx_const* o, int rank, const int64_t* dims,
+                         int integer) {
+  o->rank = rank;
+  memcpy(o->dims, dims, (size_t)rank * sizeof *dims);
+  return onnx_const_alloc(r, o, integer);
 }
 
 static ttp_status copy_const(const onnx_reader* r, const onnx_const* in, onnx_const* out,
                              int rank, const int64_t* dims) {
-  memset(out, 0, sizeof *out);
-  out->rank = rank;
-  memcpy(out->dims, dims, (size_t)rank * sizeof *dims);
-  TRY(onnx_const_alloc(r, out, in->integer));
+  TRY(shaped(r, out, rank, dims, in->integer));
   if (out->count != in->count) return ERR(r->e, TTP_ERR_INTERNAL, "copy of unequal sizes");
   if (in->integer) memcpy(out->i, in->i, in->count * sizeof *in->i);
   else memcpy(out->f, in->f, in->count * sizeof *in->f);
@@ -185,7 +191,6 @@ static ttp_status fold_binary(onnx_reader* r, size_t k, int op) {
   if (n_in > 2) return onnx_node_error(r, k, "more than two constant inputs");
   onnx_const* o = output(r, k, 0);
   if (!o) return TTP_OK;
-  memset(o, 0, sizeof *o);
   if (!onnx_broadcast(a->dims, a->rank, b->dims, b->rank, o->dims, &o->rank))
     return onnx_node_error(r, k, "inputs of shapes that do not broadcast");
   const int integer = a->integer && b->integer;
@@ -217,10 +222,7 @@ static ttp_status fold_unary(onnx_reader* r, size_t k, int op) {
                                                         op == UN_RELU || op == UN_SIGN ||
                                                         op == UN_IDENTITY || op == UN_FLOOR ||
                                                         op == UN_CEIL));
-    memset(o, 0, sizeof *o);
-    o->rank = a->rank;
-    memcpy(o->dims, a->dims, sizeof o->dims);
-    TRY(onnx_const_alloc(r, o, integer));
+    TRY(shaped(r, o, a->rank, a->dims, integer));
     for (size_t i = 0; i < a->count; i++) {
       if (integer && a->integer && op != UN_NOT) {
         const int64_t x = a->i[i];
@@ -241,7 +243,6 @@ static ttp_status fold_constant(onnx_reader* r, size_t k) {
   const Onnx__NodeProto* n = r->g->node[k];
   onnx_const* o = output(r, k, 0);
   if (!o) return TTP_OK;
-  memset(o, 0, sizeof *o);
   const Onnx__AttributeProto* a;
   if ((a = onnx_attr(n, "value")) && a->t) return onnx_read_const(r, a->t, o);
   if ((a = onnx_attr(n, "value_float")) && a->has_f) {
@@ -293,11 +294,8 @@ static ttp_status fold_cast(onnx_reader* r, size_t k) {
   }
   onnx_const* o = output(r, k, 0);
   if (!o) return TTP_OK;
-  memset(o, 0, sizeof *o);
-  o->rank = a->rank;
-  memcpy(o->dims, a->dims, sizeof o->dims);
   const int integer = type_is_integer(to);
-  TRY(onnx_const_alloc(r, o, integer));
+  TRY(shaped(r, o, a->rank, a->dims, integer));
   for (size_t i = 0; i < a->count; i++) {
     if (!integer) {
       const double v = onnx_const_f(a, i);
@@ -319,7 +317,6 @@ ttp_status onnx_fold_shape(onnx_reader* r, size_t k, int rank, const int64_t* di
   const Onnx__NodeProto* n = r->g->node[k];
   onnx_const* o = output(r, k, 0);
   if (!o) return TTP_OK;
-  memset(o, 0, sizeof *o);
   if (strcmp(n->op_type, "Size") == 0) {
     TRY(onnx_const_alloc(r, o, 1));
     int ok;
@@ -346,7 +343,6 @@ static ttp_status fold_gather(onnx_reader* r, size_t k) {
     return onnx_node_error(r, k, "axis %lld of a rank-%d tensor", (long long)axis, d->rank);
   onnx_const* o = output(r, k, 0);
   if (!o) return TTP_OK;
-  memset(o, 0, sizeof *o);
   for (int i = 0; i < axis; i++) o->dims[o->rank++] = d->dims[i];
   for (int i = 0; i < ix->rank; i++) o->dims[o->rank++] = ix->dims[i];
   for (int i = (int)axis + 1; i < d->rank; i++) o->dims[o->rank++] = d->dims[i];
@@ -500,10 +496,7 @@ static ttp_status fold_concat(onnx_reader* r, size_t k) {
     dims[axis] += c->dims[axis];
     integer &= c->integer;
   }
-  memset(o, 0, sizeof *o);
-  o->rank = first->rank;
-  memcpy(o->dims, dims, sizeof dims);
-  TRY(onnx_const_alloc(r, o, integer));
+  TRY(shaped(r, o, first->rank, dims, integer));
   size_t outer = 1, inner = 1;
   for (int d = 0; d < axis; d++) outer *= (size_t)dims[d];
   for (int d = (int)axis + 1; d < o->rank; d++) inner *= (size_t)dims[d];
@@ -573,10 +566,7 @@ static ttp_status fold_slice(onnx_reader* r, size_t k) {
   TRY(onnx_slice_params(r, k, a->rank, a->dims, start, step, count, &raw_end0));
   onnx_const* o = output(r, k, 0);
   if (!o) return TTP_OK;
-  memset(o, 0, sizeof *o);
-  o->rank = a->rank;
-  memcpy(o->dims, count, sizeof count);
-  TRY(onnx_const_alloc(r, o, a->integer));
+  TRY(shaped(r, o, a->rank, count, a->integer));
   size_t st[ONNX_MAX_RANK];
   strides_into(a->dims, a->rank, a->dims, a->rank, st);
   for (size_t i = 0; i < o->count; i++) {
@@ -618,10 +608,7 @@ static ttp_status fold_transpose(onnx_reader* r, size_t k) {
   for (int d = 0; d < a->rank; d++) dims[d] = a->dims[perm[d]];
   onnx_const* o = output(r, k, 0);
   if (!o) return TTP_OK;
-  memset(o, 0, sizeof *o);
-  o->rank = a->rank;
-  memcpy(o->dims, dims, sizeof dims);
-  TRY(onnx_const_alloc(r, o, a->integer));
+  TRY(shaped(r, o, a->rank, dims, a->integer));
   size_t st[ONNX_MAX_RANK], pst[ONNX_MAX_RANK];
   strides_into(a->dims, a->rank, a->dims, a->rank, st);
   for (int d = 0; d < a->rank; d++) pst[d] = st[perm[d]];
@@ -656,7 +643,6 @@ static ttp_status fold_fill(onnx_reader* r, size_t k, int expand) {
   onnx_const* o = output(r, k, 0);
   ttp_status s = TTP_OK;
   if (o) {
-    memset(o, 0, sizeof *o);
     int64_t base[1] = {1};
     if (!onnx_broadcast(v->rank ? v->dims : base, v->rank ? v->rank : 1, shape, (int)n, o->dims,
                         &o->rank) || o->rank > ONNX_MAX_RANK)
@@ -693,7 +679,6 @@ static ttp_status fold_range(onnx_reader* r, size_t k) {
   if (steps > ONNX_CONST_MAX) return onnx_node_error(r, k, "a range past %d values", ONNX_CONST_MAX);
   onnx_const* o = output(r, k, 0);
   if (!o) return TTP_OK;
-  memset(o, 0, sizeof *o);
   o->rank = 1, o->dims[0] = steps > 0 ? (int64_t)steps : 0;
   const int integer = c[0]->integer && c[1]->integer && c[2]->integer;
   TRY(onnx_const_alloc(r, o, integer));
@@ -711,7 +696,6 @@ static ttp_status fold_where(onnx_reader* r, size_t k) {
   if (!y) return r->e->status;
   onnx_const* o = output(r, k, 0);
   if (!o) return TTP_OK;
-  memset(o, 0, sizeof *o);
   int64_t d1[ONNX_MAX_RANK];
   int r1;
   if (!onnx_broadcast(c->dims, c->rank, x->dims, x->rank, d1, &r1) ||
@@ -780,11 +764,10 @@ static ttp_status fold_split(onnx_reader* r, size_t k) {
   for (size_t p = 0; s == TTP_OK && p < parts; begin += sizes[p], p++) {
     onnx_const* o = output(r, k, p);
     if (!o) continue;
-    memset(o, 0, sizeof *o);
-    o->rank = a->rank;
-    memcpy(o->dims, a->dims, sizeof o->dims);
-    o->dims[axis] = sizes[p];
-    if ((s = onnx_const_alloc(r, o, a->integer)) != TTP_OK) break;
+    int64_t dims[ONNX_MAX_RANK];
+    memcpy(dims, a->dims, sizeof dims);
+    dims[axis] = sizes[p];
+    if ((s = shaped(r, o, a->rank, dims, a->integer)) != TTP_OK) break;
     size_t at = 0;
     for (size_t x = 0; x < outer; x++)
       for (size_t j = 0; j < (size_t)sizes[p] * inner; j++, at++) {

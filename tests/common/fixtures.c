@@ -119,13 +119,31 @@ ttp_pipeline* fixture_open_gpu(const char* model_dir, ttp_engine engine, ttp_pre
   return p;
 }
 
-ttp_pipeline* fixture_open(const char* model_dir, ttp_engine engine, const ttp_tta* tta) {
+/* ttp_open with the defaults but these; *p set whatever the status. */
+static ttp_status open_defaults(const char* model_dir, ttp_engine engine, const ttp_tta* tta,
+                                ttp_pipeline** p) {
   ttp_options o;
   ttp_options_init(&o);
   o.model_dir = model_dir;
   o.engine = engine;
   o.tta = tta;
-  ttp_pipeline* p = NULL;
-  CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
+  *p = NULL;
+  return ttp_open(&o, p);
+}
+
+ttp_pipeline* fixture_open(const char* model_dir, ttp_engine engine, const ttp_tta* tta) {
+  ttp_pipeline* p;
+  CHECK(open_defaults(model_dir, engine, tta, &p) == TTP_OK, "%s", ttp_last_error(p));
+  return p;
+}
+
+ttp_pipeline* fixture_open_if_built(const char* model_dir, ttp_engine engine, const ttp_tta* tta) {
+  ttp_pipeline* p;
+  const ttp_status s = open_defaults(model_dir, engine, tta, &p);
+  if (s == TTP_ERR_INVALID_ARGUMENT && strstr(ttp_last_error(p), "built without")) {
+    ttp_close(p);
+    return NULL;
+  }
+  CHECK(s == TTP_OK, "%s: %s", model_dir, ttp_last_error(p));
   return p;
 }

@@ -69,6 +69,8 @@ size_t fixture_jpeg_bytes(const fixture_jpeg_spec* spec, const uint8_t* pixels, 
 /* Opens a pipeline on model_dir with the engine (the others options at their defaults; tta may
    be NULL), or dies saying why. */
 ttp_pipeline* fixture_open(const char* model_dir, ttp_engine engine, const ttp_tta* tta);
+/* The same, or NULL where this build lacks the engine (any other refusal dies). */
+ttp_pipeline* fixture_open_if_built(const char* model_dir, ttp_engine engine, const ttp_tta* tta);
 
 /* The GPU tests' pipeline: the engine in precision with `copies` augmented copies, batches of
    256 (so that a few hundred images make several), cuDNN's heuristic plan, 2 CPU threads; or

@@ -54,21 +54,6 @@ static reference_row* read_reference(const char* path, size_t* first, size_t* en
   return r;
 }
 
-/* The model on engine, or NULL where this build lacks that engine (any other refusal fails). */
-static ttp_pipeline* open_if_built(const char* dir, ttp_engine engine) {
-  ttp_options o;
-  ttp_options_init(&o);
-  o.model_dir = dir, o.engine = engine;
-  ttp_pipeline* p = NULL;
-  const ttp_status s = ttp_open(&o, &p);
-  if (s == TTP_ERR_INVALID_ARGUMENT && strstr(ttp_last_error(p), "built without")) {
-    ttp_close(p);
-    return NULL;
-  }
-  CHECK(s == TTP_OK, "%s", ttp_last_error(p));
-  return p;
-}
-
 /* Returns 1 if it ran, 0 if its data is absent. */
 static int check_model(const char* models, const char* name, const char* data, double bar,
                        ttp_engine whole) {
@@ -111,7 +96,7 @@ static int check_model(const char* models, const char* name, const char* data, d
   free(results), free(probs), free(listed);
 
   /* The whole held-out range: the same count right as train.py, above the shipping bar. */
-  ttp_pipeline* q = whole == TTP_ENGINE_CPU ? p : open_if_built(dir, whole);
+  ttp_pipeline* q = whole == TTP_ENGINE_CPU ? p : fixture_open_if_built(dir, whole, NULL);
   if (TEST_FULL && !q) {
     printf("%s: the accuracy over %zu images is checked with the onednn engine, not built\n",
            name, end - first);

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "tests/common/check.h"
+#include "tests/common/fixtures.h"
 #include "ttapipe.h"
 
 enum { CLASSES = 10, MAX_IMAGES = 64 };
@@ -95,24 +96,6 @@ static ttp_pipeline* open_model(const char* path, ttp_engine engine, ttp_precisi
   return open_scaled(path, engine, precision, copies, 0);
 }
 
-/* The model on engine, or NULL where this build lacks the engine (other refusals fail). */
-static ttp_pipeline* open_if_built(const char* path, ttp_engine engine, int copies) {
-  ttp_tta tta;
-  ttp_tta_init(&tta);
-  tta.copies = copies;
-  ttp_options o;
-  ttp_options_init(&o);
-  o.model_dir = path, o.engine = engine, o.tta = &tta, o.max_batch = 64, o.threads = 2;
-  ttp_pipeline* p = NULL;
-  const ttp_status s = ttp_open(&o, &p);
-  if (s == TTP_ERR_INVALID_ARGUMENT && strstr(ttp_last_error(p), "built without")) {
-    ttp_close(p);
-    return NULL;
-  }
-  CHECK(s == TTP_OK, "%s: %s", path, ttp_last_error(p));
-  return p;
-}
-
 /* probs (count x CLASSES) of the images on p, poisoned first. */
 static void classify(ttp_pipeline* p, const ttp_images* im, float* probs) {
   ttp_result results[MAX_IMAGES];
@@ -175,7 +158,10 @@ static void check_net(const net* n, const char* onnx_dir, const char* models_dir
 
   /* The onednn engine against the CPU engine, one copy and five. */
   for (int copies = TEST_FULL ? 1 : 5; !gpu && copies <= 5; copies += 4) {
-    ttp_pipeline* q = open_if_built(model, TTP_ENGINE_ONEDNN, copies);
+    ttp_tta tta;
+    ttp_tta_init(&tta);
+    tta.copies = copies;
+    ttp_pipeline* q = fixture_open_if_built(model, TTP_ENGINE_ONEDNN, &tta);
     if (!q) {
       printf("  onednn: not built\n");
       break;
