@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: the shipped model that scores best on Fashion-MNIST,
 # resnet-fashion (94.68%; lenet-fashion 91.92%), classifies the 10,000 Fashion-MNIST test images
-# as PNG files, on the engine `auto` picks (a ResNet: onednn, the fast CPU engine, until the GPU
-# engines run graphs).
-# No test-time augmentation: on these clean, centred images it costs accuracy (README). Installs Debian's dataset-fashion-mnist if missing and exports
+# as PNG files, on the engine `auto` picks (a ResNet: cudnn where there is a GPU, else onednn, the
+# fast CPU engine).
+# No test-time augmentation: on these clean, centred images it costs accuracy (README). Installs
+# Debian's dataset-fashion-mnist if missing and exports
 # its test set once into build/fashion-test; writes every result to build/fashion-test.csv and
 # shows the first ones, ttapipe's summary and the accuracy against the labels in the names.
 # Usage: bash datasets/main_job.sh   (after bash .ci/build)

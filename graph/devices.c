@@ -237,6 +237,6 @@ ttp_status gpu_devices_open(const gpu_network_ops* network, const model* m,
              per, d->lanes[0].s.ops->describe(d->lanes[0].s.impl));
   const batch_stream* first = &d->lanes[0].s;
   *s = (batch_stream){.ops = &devices_ops, .impl = d, .depth = depth, .capacity = first->capacity,
-                      .pixels = first->pixels, .classes = first->classes};
+                      .pixels = first->pixels, .classes = first->classes, .temperature = 1.0f};
   return TTP_OK;
 }

@@ -530,6 +530,6 @@ ttp_status gpu_runner_open(const gpu_network_ops* net, const model* m, const eng
   }
   *s = (batch_stream){.ops = &runner_ops, .impl = r, .depth = c->slots,
                       .capacity = (size_t)c->max_batch, .pixels = r->pixels,
-                      .classes = m->classes};
+                      .classes = m->classes, .temperature = 1.0f};
   return TTP_OK;
 }

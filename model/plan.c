@@ -1,6 +1,7 @@
 /* The values' arena: see plan.h. */
 #include "plan.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 /* The free rooms, by offset: [at, at + size) floats each. */
@@ -68,6 +69,10 @@ static int give(rooms* f, size_t at, size_t n) {
 }
 
 ttp_status model_plan_values(const model* m, model_plan* plan, ttp_err* e) {
+  return model_plan_units(m, NULL, plan, e);
+}
+
+ttp_status model_plan_units(const model* m, const int* run_at, model_plan* plan, ttp_err* e) {
   const int values = m->layer_count + 1;
   *plan = (model_plan){0};
   plan->offsets = calloc((size_t)values, sizeof *plan->offsets);
@@ -79,20 +84,26 @@ ttp_status model_plan_values(const model* m, model_plan* plan, ttp_err* e) {
     return ERR_NOMEM(e, (size_t)values * (sizeof *plan->offsets + sizeof *last));
   }
   for (int v = 0; v < values; v++) last[v] = v == 0 || v == values - 1 ? m->layer_count : -1;
-  for (int i = 0; i < m->layer_count; i++)
+  for (int i = 0; i < m->layer_count; i++) {
+    const int step = run_at ? run_at[i] : i;
     for (int k = 0; k < m->layers[i].input_count; k++)
-      if (last[m->layers[i].inputs[k]] < i) last[m->layers[i].inputs[k]] = i;
+      if (last[m->layers[i].inputs[k]] < step) last[m->layers[i].inputs[k]] = step;
+  }
   ttp_status s = TTP_OK;
   plan->offsets[0] = take(&free_rooms, aligned(model_shape_size(m->input)), &plan->arena);
   plan->sum = aligned(model_shape_size(m->input));
   for (int i = 0; i < m->layer_count && s == TTP_OK; i++) {
     const size_t n = aligned(model_shape_size(m->layers[i].out));
-    plan->offsets[i + 1] = take(&free_rooms, n, &plan->arena);
-    plan->sum += n;
+    if (run_at && run_at[i] != i) { /* inside a unit: no room of its own */
+      plan->offsets[i + 1] = SIZE_MAX;
+    } else {
+      plan->offsets[i + 1] = take(&free_rooms, n, &plan->arena);
+      plan->sum += n;
+    }
     /* The values whose last reader this is, freed once it has written. A value no layer reads
        (last -1, a dead branch) is freed at once. */
     for (int v = 0; v <= i + 1 && s == TTP_OK; v++)
-      if (last[v] == i || (v == i + 1 && last[v] < 0))
+      if (plan->offsets[v] != SIZE_MAX && (last[v] == i || (v == i + 1 && last[v] < 0)))
         if (!give(&free_rooms, plan->offsets[v], aligned(model_shape_size(model_value_shape(m, v)))))
           s = ERR_NOMEM(e, sizeof(room));
   }

@@ -23,6 +23,14 @@ typedef struct model_plan {
    network's input are kept to the end. Rooms are taken first-fit from the freed ones, in the
    layers' order. Returns TTP_OK or TTP_ERR_OUT_OF_MEMORY. */
 ttp_status model_plan_values(const model* m, model_plan* plan, ttp_err* e);
+
+/* The same for an engine that runs some layers together as one unit (a convolution with the
+   Add and the ReLU after it, in one kernel): layer i runs at step run_at[i] (>= i, and the
+   unit's last layer j has run_at[j] = j), reading its inputs then; only a unit's last layer
+   writes its value to memory. The other layers' values get no room (offset SIZE_MAX): the
+   engine must not let a layer outside the unit read them. run_at NULL: every layer alone
+   (model_plan_values). */
+ttp_status model_plan_units(const model* m, const int* run_at, model_plan* plan, ttp_err* e);
 void model_plan_free(model_plan* plan); /* accepts one never planned */
 
 #endif

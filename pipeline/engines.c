@@ -32,6 +32,7 @@ static const engine_entry cudnn_entry = {
     .supports = cudnn_supports,
     .network = &cudnn_network,
     .run_layer = cudnn_run_layer,
+    .graphs = 1,
 };
 static const engine_entry fused_entry = {
     .id = TTP_ENGINE_FUSED,
@@ -113,9 +114,13 @@ ttp_status engine_check_model(const engine_entry* engine, const model* m, const 
       snprintf(reads, sizeof reads, "reads the input image");
     else
       snprintf(reads, sizeof reads, "reads layer %d's output", l->inputs[0] - 1);
+    char others[64] = "";
+    for (size_t k = 0, n = 0; k < sizeof registry / sizeof *registry; k++)
+      if (registry[k]->graphs && n < sizeof others)
+        n += snprintf(others + n, sizeof others - n, "%s%s", n ? ", " : "", registry[k]->name);
     return ERR(e, TTP_ERR_MODEL, "engine %s runs chains of layers alone, each reading the one "
-               "before; layer %d, %s (%s), %s: a graph (the cpu and onednn engines run graphs)",
-               engine->name, at, l->name, model_op_name(l->op), reads);
+               "before; layer %d, %s (%s), %s: a graph (engines that run graphs: %s)",
+               engine->name, at, l->name, model_op_name(l->op), reads, others);
   }
   for (int i = 0; i < m->layer_count; i++)
     if (!engine->supports(&m->layers[i], c, why, sizeof why))

@@ -92,6 +92,7 @@ ttp_status host_stream_open(const host_engine_ops* engine, const model* m, const
     return st;
   }
   *s = (batch_stream){.ops = &host_stream_ops, .impl = h, .depth = HOST_DEPTH,
-                      .capacity = capacity, .pixels = pixels, .classes = m->classes};
+                      .capacity = capacity, .pixels = pixels, .classes = m->classes,
+                      .temperature = 1.0f};
   return TTP_OK;
 }

@@ -3,17 +3,19 @@
    B x N copies of a batch.
 
    Shapes: a batch is B images (a bucket of the runner); each becomes N copies, so n = B x N rows
-   go through the network, NCHW.
+   go through the network, NCHW. The model may be any graph (model.h): each layer reads its
+   input values from the arena and writes its own there.
 
    Plan (cudnn_plan), where every allocation and synchronisation happens: cuDNN and cuBLASLt
-   handles on the runner's compute stream; each layer planned for every bucket; the workspaces;
-   two ping-pong activation buffers of the largest bucket.
+   handles on the runner's compute stream; which layers run together (an fc and the ReLU that
+   alone reads it: one GEMM with a ReLU epilogue); the arena (model_plan_units: a value's room
+   reused once its last reader has run); each layer planned for every bucket; the workspaces.
    Enqueue (cudnn_enqueue), the body of every graph, launches only:
-     augment kernel (device input -> copies) -> each layer -> [fp16: widen the probabilities]
-     -> merge kernel (-> device output: one record per image).
+     augment kernel (device input -> copies, value 0) -> each layer in order
+     -> [fp16: widen the probabilities] -> merge kernel (-> device output: one record per image).
 
-   Memory: activations 2 x n_max x (largest layer tensor) elements, about 2 x 46 KB per copy in
-   fp32 for the mnistCUDNN LeNet (conv1's 20 x 24 x 24 output). */
+   Memory: n_max x the plan's arena (ttp_model_info.activation_bytes per copy in fp32, half that
+   in fp16). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,34 +33,24 @@
 
 /* ---- what it runs --------------------------------------------------------------------------- */
 
+/* Every layer kind of model.h, in any graph; LRN within cuDNN's ranges. */
 int cudnn_supports(const model_layer* l, const engine_config* c, char* why, size_t n) {
   (void)c;
-  if (!engine_plain_windows(l, why, n)) return 0;
-  switch (l->op) {
-    case MODEL_CONV:
-    case MODEL_MAXPOOL:
-    case MODEL_AVGPOOL:
-    case MODEL_RELU:
-    case MODEL_LEAKY_RELU:
-    case MODEL_SIGMOID:
-    case MODEL_TANH:
-    case MODEL_CLIP:
-    case MODEL_FC:
-    case MODEL_SOFTMAX:
-      return 1;
-    case MODEL_LRN: /* cudnnSetLRNDescriptor's ranges */
-      if (l->p.lrn.n >= 1 && l->p.lrn.n <= 16 && l->p.lrn.beta >= 0.01 && l->p.lrn.k >= 1e-5)
-        return 1;
-      snprintf(why, n, "cuDNN's LRN takes n 1..16, beta >= 0.01 and k >= 1e-5, not n %d, beta %g, "
-               "k %g", l->p.lrn.n, l->p.lrn.beta, l->p.lrn.k);
-      return 0;
-    default:
-      snprintf(why, n, "no cuDNN code for layer kind %d", (int)l->op);
-      return 0;
+  if (l->op == MODEL_LRN &&
+      !(l->p.lrn.n >= 1 && l->p.lrn.n <= 16 && l->p.lrn.beta >= 0.01 && l->p.lrn.k >= 1e-5)) {
+    snprintf(why, n, "cuDNN's LRN takes n 1..16, beta >= 0.01 and k >= 1e-5, not n %d, beta %g, "
+             "k %g", l->p.lrn.n, l->p.lrn.beta, l->p.lrn.k);
+    return 0;
   }
+  return (unsigned)l->op < MODEL_OP_COUNT;
 }
 
 /* ---- enqueue: one batch, launches only -------------------------------------------------------- */
+
+/* Value v's rows of bucket b in the arena. */
+static void* value_at(const cudnn_net* g, int v, int bucket) {
+  return (char*)g->arena + g->plan.offsets[v] * g->ctx.rows[bucket] * g->ctx.elem;
+}
 
 static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, void* dev_out,
                                 cudaStream_t stream, ttp_err* e) {
@@ -66,18 +58,17 @@ static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, 
   const model* m = g->m;
   int images = g->buckets.images[bucket];
   TRY(aug_launch(&g->cfg.spec, dev_in, images, m->input.c, m->input.h, m->input.w,
-                 g->ctx.half ? AUG_OUT_HALF : AUG_OUT_FLOAT, g->act[1], stream, e));
-  const void* in = g->act[1];
-  void* out = g->act[0];
-  for (int i = 0; i < m->layer_count; i++) {
-    if (g->layers[i].skip) continue;
-    TRY(gpu_layer_enqueue(&g->ctx, &g->layers[i], bucket, in, out, e));
-    in = out;
-    out = out == g->act[0] ? g->act[1] : g->act[0];
+                 g->ctx.half ? AUG_OUT_HALF : AUG_OUT_FLOAT, value_at(g, 0, bucket), stream, e));
+  for (int r = 0; r < g->runs; r++) {
+    const gpu_layer* L = &g->layers[g->order[r]];
+    const void* in[MODEL_MAX_INPUTS];
+    for (int k = 0; k < L->l->input_count; k++) in[k] = value_at(g, L->l->inputs[k], bucket);
+    TRY(gpu_layer_enqueue(&g->ctx, L, bucket, in, value_at(g, L->run_at + 1, bucket), e));
   }
-  const float* probs = in;
+  const void* last = value_at(g, m->layer_count, bucket);
+  const float* probs = last;
   if (g->ctx.half) {
-    TRY(gpu_to_float(in, g->probs, (size_t)g->ctx.rows[bucket] * m->classes, stream, e));
+    TRY(gpu_to_float(last, g->probs, (size_t)g->ctx.rows[bucket] * m->classes, stream, e));
     probs = g->probs;
   }
   return aug_merge_launch(g->cfg.merge, probs, images, g->cfg.spec.copies, m->classes, dev_out,
@@ -111,6 +102,8 @@ static ttp_status plan_context(gpu_context* ctx, const engine_config* c, const g
 static ttp_status plan_workspaces(gpu_context* ctx, ttp_err* e) {
   if (ctx->conv_workspace_size)
     TRY(gpu_alloc(&ctx->conv_workspace, ctx->conv_workspace_size, "the convolutions' workspace", e));
+  if (ctx->scratch_size)
+    TRY(gpu_alloc(&ctx->scratch, ctx->scratch_size, "the padded inputs", e));
   TRY(gpu_alloc(&ctx->gemm_workspace, ctx->gemm_workspace_size, "the GEMMs' workspace", e));
   return TTP_OK;
 }
@@ -118,31 +111,62 @@ static ttp_status plan_workspaces(gpu_context* ctx, ttp_err* e) {
 static void destroy_context(gpu_context* ctx) {
   cudaFree(ctx->conv_workspace);
   cudaFree(ctx->gemm_workspace);
+  cudaFree(ctx->scratch);
   if (ctx->lt) cublasLtDestroy(ctx->lt);
   if (ctx->dnn) cudnnDestroy(ctx->dnn);
   memset(ctx, 0, sizeof *ctx);
+}
+
+/* Which layers run together: an fc whose output the next ReLU alone reads applies it in its
+   GEMM's epilogue, at the ReLU's place. Then the order they run in. */
+static ttp_status plan_units(cudnn_net* g, ttp_err* e) {
+  const model* m = g->m;
+  int* readers = calloc((size_t)m->layer_count + 1, sizeof *readers);
+  g->order = malloc((size_t)m->layer_count * sizeof *g->order);
+  if (!readers || !g->order) {
+    free(readers);
+    return ERR_NOMEM(e, (size_t)m->layer_count * 2 * sizeof(int));
+  }
+  for (int i = 0; i < m->layer_count; i++)
+    for (int k = 0; k < m->layers[i].input_count; k++) readers[m->layers[i].inputs[k]]++;
+  for (int i = 0; i < m->layer_count; i++) {
+    g->layers[i].l = &m->layers[i];
+    g->layers[i].run_at = i;
+  }
+  for (int j = 0; j < m->layer_count; j++) {
+    const int v = m->layers[j].inputs[0], i = v - 1;
+    if (m->layers[j].op == MODEL_RELU && i >= 0 && m->layers[i].op == MODEL_FC &&
+        readers[v] == 1) {
+      g->layers[j].skip = 1;
+      g->layers[i].fused_relu = 1;
+      g->layers[i].run_at = j;
+    }
+  }
+  free(readers);
+  g->runs = 0;
+  for (int at = 0; at < m->layer_count; at++)
+    for (int i = 0; i <= at; i++)
+      if (g->layers[i].run_at == at && !g->layers[i].skip) g->order[g->runs++] = i;
+  return TTP_OK;
 }
 
 static ttp_status plan_layers(cudnn_net* g, ttp_err* e) {
   const model* m = g->m;
   g->layers = calloc((size_t)m->layer_count, sizeof *g->layers);
   if (!g->layers) return ERR_NOMEM(e, (size_t)m->layer_count * sizeof *g->layers);
-  for (int i = 0; i < m->layer_count; i++) {
-    g->layers[i].l = &m->layers[i];
-    /* A ReLU right after an fc layer runs in that layer's GEMM epilogue. */
-    if (m->layers[i].op == MODEL_RELU && i > 0 && m->layers[i - 1].op == MODEL_FC) {
-      g->layers[i].skip = 1;
-      g->layers[i - 1].fused_relu = 1;
-    }
-  }
+  TRY(plan_units(g, e));
+  int* run_at = malloc((size_t)m->layer_count * sizeof *run_at);
+  if (!run_at) return ERR_NOMEM(e, (size_t)m->layer_count * sizeof *run_at);
+  for (int i = 0; i < m->layer_count; i++) run_at[i] = g->layers[i].run_at;
+  ttp_status s = model_plan_units(m, run_at, &g->plan, e);
+  free(run_at);
+  TRY(s);
   for (int i = 0; i < m->layer_count; i++) TRY(gpu_layer_plan(&g->ctx, &g->layers[i], e));
   TRY(plan_workspaces(&g->ctx, e));
   size_t rows = (size_t)g->ctx.rows[g->ctx.buckets - 1];
-  size_t act = rows * model_max_activation(m) * g->ctx.elem;
   char what[96];
-  snprintf(what, sizeof what, "the activations of %zu-row batches (images x copies)", rows);
-  TRY(gpu_alloc(&g->act[0], act, what, e));
-  TRY(gpu_alloc(&g->act[1], act, what, e));
+  snprintf(what, sizeof what, "the values of %zu-row batches (images x copies)", rows);
+  TRY(gpu_alloc(&g->arena, rows * g->plan.arena * g->ctx.elem, what, e));
   if (g->ctx.half)
     TRY(gpu_alloc((void**)&g->probs, rows * m->classes * sizeof(float), "the probabilities", e));
   return TTP_OK;
@@ -166,6 +190,7 @@ static ttp_status cudnn_plan(const model* m, const engine_config* c, const gpu_b
   g->m = m;
   g->cfg = *c;
   g->buckets = *buckets;
+  g->ctx.m = m;
   ttp_status s = plan_context(&g->ctx, c, buckets, GPU_CANONICAL_IMAGES, stream, e);
   if (s == TTP_OK) s = plan_layers(g, e);
   if (s != TTP_OK) {
@@ -188,8 +213,9 @@ static void cudnn_destroy(void* state) {
   if (g->layers)
     for (int i = 0; i < g->m->layer_count; i++) gpu_layer_destroy(&g->layers[i]);
   free(g->layers);
-  cudaFree(g->act[0]);
-  cudaFree(g->act[1]);
+  free(g->order);
+  model_plan_free(&g->plan);
+  cudaFree(g->arena);
   cudaFree(g->probs);
   destroy_context(&g->ctx);
   free(g);
@@ -224,7 +250,8 @@ static ttp_status enqueue_layer(void* state, int slot, int bucket, cudaStream_t 
                                 ttp_err* e) {
   (void)slot, (void)stream;
   layer_run* run = state;
-  return gpu_layer_enqueue(&run->ctx, &run->L, bucket, run->in, run->out, e);
+  const void* in[1] = {run->in};
+  return gpu_layer_enqueue(&run->ctx, &run->L, bucket, in, run->out, e);
 }
 
 /* Device elements of the context's type back to host floats. */

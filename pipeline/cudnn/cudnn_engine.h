@@ -9,22 +9,25 @@
 #include <cudnn.h>
 
 #include "../../graph/runner.h"
+#include "../../model/plan.h"
 #include "../engine.h"
 
 /* One model layer on the GPU. Tensor descriptors and matrix layouts exist per bucket, because
    the number of rows n differs; the algorithm is one for all buckets. */
 typedef struct gpu_layer {
   const model_layer* l;
-  int skip;        /* a ReLU that runs in the epilogue of the fc layer before it */
-  int fused_relu;  /* an fc layer whose epilogue also applies the next layer's ReLU */
+  int skip;        /* a ReLU that runs in the epilogue of the fc layer it reads */
+  int fused_relu;  /* an fc layer whose epilogue also applies the ReLU that alone reads it */
+  int run_at;      /* the layer it runs with (model_plan_units): itself, or the ReLU it fuses */
+  int explicit_pad;     /* conv: its uneven padding written out into the scratch buffer first */
+  model_shape x_shape;  /* conv: the input cuDNN sees (padded when explicit_pad) */
+  unsigned char spread[MODEL_MAX_INPUTS]; /* elementwise: how each input spreads (gpu_spread) */
   void* weights;   /* device, in the engine's element type */
   void* bias;
   cudnnTensorDescriptor_t x[GPU_MAX_BUCKETS], y[GPU_MAX_BUCKETS];
   cudnnFilterDescriptor_t filter;
   cudnnConvolutionDescriptor_t conv;
   cudnnConvolutionFwdAlgo_t conv_algo;
-  cudnnPoolingDescriptor_t pool;
-  cudnnActivationDescriptor_t activation;
   cudnnLRNDescriptor_t lrn;
   cublasLtMatmulDesc_t matmul;
   cublasLtMatrixLayout_t a, b[GPU_MAX_BUCKETS], d[GPU_MAX_BUCKETS];
@@ -34,6 +37,7 @@ typedef struct gpu_layer {
 
 /* The context every layer plans and enqueues in. */
 typedef struct gpu_context {
+  const model* m;               /* the shapes of a layer's inputs; NULL for one layer alone */
   cudnnHandle_t dnn;
   cublasLtHandle_t lt;
   cudaStream_t stream;          /* the compute stream: every layer runs on it */
@@ -51,6 +55,8 @@ typedef struct gpu_context {
   size_t conv_workspace_size;
   void* gemm_workspace;
   size_t gemm_workspace_size;
+  void* scratch;                /* a padded input (gpu_layer.explicit_pad); sized at plan */
+  size_t scratch_size;
 } gpu_context;
 
 /* The network: what cudnn_network's plan builds. */
@@ -60,7 +66,10 @@ typedef struct cudnn_net {
   gpu_buckets buckets;
   gpu_context ctx;
   gpu_layer* layers;
-  void* act[2];  /* ping-pong activations, each rows of the largest bucket x largest tensor */
+  int* order;       /* the layers' indices in the order they run (run_at), skipped ones left out */
+  int runs;         /* how many */
+  model_plan plan;  /* each value's room in the arena, in floats of one row */
+  void* arena;      /* the values: rows of the largest bucket x plan.arena elements */
   float* probs;  /* fp16 only: the softmax output widened for the merge */
   char details[1400];
 } cudnn_net;
@@ -75,9 +84,10 @@ ttp_status cudnn_run_layer(const model_layer* l, int n, const engine_config* c, 
    ctx->conv_workspace_size to what it needs. The workspaces are allocated after every layer is
    planned. */
 ttp_status gpu_layer_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e);
-/* Launches layer L for bucket b on ctx->stream: in -> out. Launches only. */
-ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
-                             void* out, ttp_err* e);
+/* Launches layer L for bucket b on ctx->stream: its inputs in[0 .. input_count - 1] -> out.
+   Launches only. */
+ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                             const void* const* in, void* out, ttp_err* e);
 void gpu_layer_destroy(gpu_layer* L);
 
 /* count host floats into dev, in the context's element type, on its stream; synchronises. */

@@ -32,6 +32,8 @@ __global__ void convert_kernel(const From* __restrict__ in, To* __restrict__ out
     store(&out[i], widen(in[i]));
 }
 
+__device__ __forceinline__ float softplus(float x) { return x > 30.0f ? x : log1pf(expf(x)); }
+
 template <typename T>
 __global__ void pointwise_kernel(gpu_pointwise_op op, float a, float b, const T* in, T* out,
                                  size_t count) {
@@ -39,13 +41,119 @@ __global__ void pointwise_kernel(gpu_pointwise_op op, float a, float b, const T*
        i += (size_t)gridDim.x * blockDim.x) {
     const float x = widen(in[i]);
     float y;
-    switch (op) {  // comparisons false for NaN: it passes through
+    switch (op) {  // comparisons are false for NaN: it passes through
+      case GPU_RELU: y = x < 0.0f ? 0.0f : x; break;
       case GPU_LEAKY_RELU: y = x < 0.0f ? a * x : x; break;
       case GPU_SIGMOID: y = 1.0f / (1.0f + expf(-x)); break;
       case GPU_TANH: y = tanhf(x); break;
+      case GPU_HARDSWISH: y = x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f; break;
+      case GPU_HARDSIGMOID: y = fminf(fmaxf(a * x + b, 0.0f), 1.0f); break;
+      case GPU_GELU: y = 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); break;
+      case GPU_ERF: y = erff(x); break;
+      case GPU_ELU: y = x > 0.0f ? x : a * expm1f(x); break;
+      case GPU_SOFTPLUS: y = softplus(x); break;
+      case GPU_MISH: y = x * tanhf(softplus(x)); break;
       default: y = x < a ? a : x > b ? b : x; break;
     }
     store(&out[i], y);
+  }
+}
+
+template <typename T>
+__global__ void elementwise_kernel(gpu_binary_op op, gpu_operands x, T* out, size_t total,
+                                   int channels, int plane) {
+  const size_t per_row = (size_t)channels * plane;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const size_t row = i / per_row, c = i / plane % channels;
+    float acc = widen(static_cast<const T*>(x.in[0])[i]);
+    for (int k = 1; k < x.count; k++) {
+      const size_t at = x.spread[k] == GPU_PER_CHANNEL ? row * channels + c
+                        : x.spread[k] == GPU_PER_ROW   ? row
+                                                       : i;
+      const float v = widen(static_cast<const T*>(x.in[k])[at]);
+      switch (op) {
+        case GPU_ADD: acc += v; break;
+        case GPU_SUB: acc -= v; break;
+        case GPU_MUL: acc *= v; break;
+        default: acc /= v; break;
+      }
+    }
+    store(&out[i], acc);
+  }
+}
+
+template <typename T>
+__global__ void channel_kernel(int prelu, const T* in, T* out, const float* __restrict__ scale,
+                               const float* __restrict__ shift, int params, size_t total,
+                               int channels, int plane) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const int c = params == 1 ? 0 : (int)(i / plane % channels);
+    const float x = widen(in[i]);
+    store(&out[i], prelu ? (x >= 0.0f || x != x ? x : scale[c] * x)
+                         : x * scale[c] + (shift ? shift[c] : 0.0f));
+  }
+}
+
+template <typename T>
+__global__ void window_copy_kernel(const T* __restrict__ in, gpu_dims di, T* __restrict__ out,
+                                   gpu_dims d, size_t total, int c_at, int y_at, int x_at,
+                                   int step_h, int step_w, float value) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const int x = (int)(i % d.w), y = (int)(i / d.w % d.h), c = (int)(i / d.w / d.h % d.c);
+    const size_t row = i / ((size_t)d.c * d.h * d.w);
+    const int ic = c + c_at, iy = y * step_h + y_at, ix = x * step_w + x_at;
+    const bool inside = ic >= 0 && ic < di.c && iy >= 0 && iy < di.h && ix >= 0 && ix < di.w;
+    if (inside)
+      out[i] = in[((row * di.c + ic) * di.h + iy) * di.w + ix];
+    else
+      store(&out[i], value);
+  }
+}
+
+template <typename T>
+__global__ void shuffle_kernel(const T* __restrict__ in, T* __restrict__ out, size_t total,
+                               int channels, int plane, int groups) {
+  const int per_group = channels / groups;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const int oc = (int)(i / plane % channels);
+    const size_t row = i / plane / channels, at = i % plane;
+    const int ic = oc % groups * per_group + oc / groups;  // output j g + i reads i (C/g) + j
+    out[i] = in[(row * channels + ic) * plane + at];
+  }
+}
+
+template <typename T>
+__global__ void pool_kernel(int max, int count_pad, const T* __restrict__ in, gpu_dims di,
+                            T* __restrict__ out, gpu_dims d, size_t total, gpu_window w) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const int q = (int)(i % d.w), p = (int)(i / d.w % d.h);
+    const size_t plane_at = i / ((size_t)d.h * d.w);  // row x channels + channel
+    const T* plane = in + plane_at * di.h * di.w;
+    const int top = p * w.stride_h - w.pad_t, left = q * w.stride_w - w.pad_l;
+    const int r0 = top < 0 ? 0 : top, r1 = top + w.r > di.h ? di.h : top + w.r;
+    const int s0 = left < 0 ? 0 : left, s1 = left + w.s > di.w ? di.w : left + w.s;
+    if (max) {
+      float m = widen(plane[r0 * di.w + s0]);
+      for (int r = r0; r < r1; r++)
+        for (int s = s0; s < s1; s++) {
+          const float v = widen(plane[r * di.w + s]);
+          if (v > m || v != v) m = v;
+          if (m != m) r = r1, s = s1;  // a NaN wins
+        }
+      store(&out[i], m);
+    } else {
+      float sum = 0.0f;
+      for (int r = r0; r < r1; r++)
+        for (int s = s0; s < s1; s++) sum += widen(plane[r * di.w + s]);
+      const int rows = (top + w.r > di.h + w.pad_b ? di.h + w.pad_b : top + w.r) - top;
+      const int cols = (left + w.s > di.w + w.pad_r ? di.w + w.pad_r : left + w.s) - left;
+      store(&out[i], sum / (float)(count_pad ? rows * cols : (r1 - r0) * (s1 - s0)));
+    }
   }
 }
 
@@ -92,4 +200,73 @@ extern "C" ttp_status gpu_to_float(const void* in, float* out, size_t count, cud
   convert_kernel<<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const __half*>(in), out,
                                                              count);
   return launched("convert_kernel", e);
+}
+
+extern "C" ttp_status gpu_elementwise(gpu_binary_op op, const gpu_operands* x, void* out,
+                                      size_t rows, int channels, int plane, int half,
+                                      cudaStream_t stream, ttp_err* e) {
+  const size_t total = rows * channels * plane;
+  if (half)
+    elementwise_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        op, *x, static_cast<__half*>(out), total, channels, plane);
+  else
+    elementwise_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        op, *x, static_cast<float*>(out), total, channels, plane);
+  return launched("elementwise_kernel", e);
+}
+
+extern "C" ttp_status gpu_channel_op(int prelu, const void* in, void* out, const float* scale,
+                                     const float* shift, int params, size_t rows, int channels,
+                                     int plane, int half, cudaStream_t stream, ttp_err* e) {
+  const size_t total = rows * channels * plane;
+  if (half)
+    channel_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        prelu, static_cast<const __half*>(in), static_cast<__half*>(out), scale, shift, params,
+        total, channels, plane);
+  else
+    channel_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        prelu, static_cast<const float*>(in), static_cast<float*>(out), scale, shift, params,
+        total, channels, plane);
+  return launched("channel_kernel", e);
+}
+
+extern "C" ttp_status gpu_window_copy(const void* in, gpu_dims i, void* out, gpu_dims o,
+                                      size_t rows, int c_at, int y_at, int x_at, int step_h,
+                                      int step_w, float value, int half, cudaStream_t stream,
+                                      ttp_err* e) {
+  const size_t total = rows * o.c * o.h * o.w;
+  if (half)
+    window_copy_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<const __half*>(in), i, static_cast<__half*>(out), o, total, c_at, y_at, x_at,
+        step_h, step_w, value);
+  else
+    window_copy_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<const float*>(in), i, static_cast<float*>(out), o, total, c_at, y_at, x_at,
+        step_h, step_w, value);
+  return launched("window_copy_kernel", e);
+}
+
+extern "C" ttp_status gpu_shuffle(const void* in, void* out, size_t rows, int channels, int plane,
+                                  int groups, int half, cudaStream_t stream, ttp_err* e) {
+  const size_t total = rows * channels * plane;
+  if (half)
+    shuffle_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<const __half*>(in), static_cast<__half*>(out), total, channels, plane, groups);
+  else
+    shuffle_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<const float*>(in), static_cast<float*>(out), total, channels, plane, groups);
+  return launched("shuffle_kernel", e);
+}
+
+extern "C" ttp_status gpu_pool(int max, int count_pad, const void* in, gpu_dims i, void* out,
+                               gpu_dims o, size_t rows, gpu_window w, int half,
+                               cudaStream_t stream, ttp_err* e) {
+  const size_t total = rows * o.c * o.h * o.w;
+  if (half)
+    pool_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        max, count_pad, static_cast<const __half*>(in), i, static_cast<__half*>(out), o, total, w);
+  else
+    pool_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        max, count_pad, static_cast<const float*>(in), i, static_cast<float*>(out), o, total, w);
+  return launched("pool_kernel", e);
 }

@@ -1,26 +1,34 @@
 /* Each model layer on the GPU, over the n = B x N rows of a batch, NCHW. A table of layer
    operations (plan, enqueue) indexed by model_op.
 
-     conv     cudnnConvolutionForward (cross-correlation, zero padding), then bias_kernel.
-              The algorithm: cudnnFindConvolutionForwardAlgorithm at the canonical batch (or,
-              with TTP_PLAN_HEURISTIC, cuDNN's heuristic ranking, nothing timed), the
-              fastest implicit GEMM that every bucket supports (and, in fp32, that uses no
-              tensor cores: no TF32). fp32: FMA math. fp16: tensor-core math, fp32 accumulation.
-     maxpool  cudnnPoolingForward, CUDNN_PROPAGATE_NAN, with the model's padding (never chosen).
-     avgpool  cudnnPoolingForward, the padding counted in the divisor or not, as the model says.
-     relu     cudnnActivationForward, unless the fc layer before it applies it in its epilogue.
-     leakyrelu, sigmoid, tanh, clip
-              pointwise_kernel (cudnn_kernels.cu): cuDNN's legacy activations have no leaky
-              ReLU and clip only from zero.
+     conv     cudnnConvolutionForward (cross-correlation, zero padding, groups, dilation),
+              then bias_kernel. Uneven padding is written out first (window_copy_kernel into
+              the scratch buffer). The algorithm: cudnnFindConvolutionForwardAlgorithm at the
+              canonical batch (or, with TTP_PLAN_HEURISTIC, cuDNN's heuristic ranking, nothing
+              timed), the fastest implicit GEMM that every bucket supports (and, in fp32, that
+              uses no tensor cores: no TF32). fp32: FMA math. fp16: tensor-core math, fp32
+              accumulation.
+     maxpool, avgpool
+              pool_kernel (cudnn_kernels.cu): any window, uneven padding and ceil mode, which
+              cuDNN's pooling lacks; NaN propagates.
+     relu and the other pointwise activations
+              pointwise_kernel, unless an fc layer applies the ReLU in its epilogue.
      fc       one cublasLtMatmul over all n rows: D (out x n) = W (in x out)^T X (in x n), the
               bias (and the ReLU that follows) in the epilogue. Compute type fp32 in both
               precisions (fp16 inputs run on tensor cores). The algorithm: the heuristic's best at
               the largest bucket that every bucket accepts with split-K off.
      lrn      cudnnLRNCrossChannelForward (the model's n, alpha, beta, k are cuDNN's definition).
      softmax  cudnnSoftmaxForward, accurate, over each row's C x H x W.
+     add, sub, mul, div, affine, prelu, slice, pad, shuffle
+              elementwise_kernel, channel_kernel, window_copy_kernel, shuffle_kernel.
+     concat, reshape
+              strided device copies (cudaMemcpy2DAsync, cudaMemcpyAsync).
 
    Batch invariance: one algorithm per layer for every bucket, and no split-K, so that a row's
-   arithmetic does not depend on how many rows share the batch; tests/gpu checks the bits. */
+   arithmetic does not depend on how many rows share the batch; tests/gpu checks the bits. In
+   fp16 cuDNN's tensor-core convolutions of some shapes (a residual network's 16-channel ones)
+   still round differently at another batch size: test_cudnn_graph holds fp16 graphs to the
+   tolerance there, and graph against eager to the bits. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,13 +40,16 @@
 
 static const float one = 1.0f, zero = 0.0f;
 
-static ttp_status plan_tensors(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+static gpu_dims dims(model_shape s) { return (gpu_dims){s.c, s.h, s.w}; }
+
+/* cuDNN's descriptors of the layer's input (of shape in) and output for every bucket. */
+static ttp_status plan_tensors(gpu_context* ctx, gpu_layer* L, model_shape in, ttp_err* e) {
   const model_layer* l = L->l;
   for (int b = 0; b < ctx->buckets; b++) {
     CUDNN_TRY(e, cudnnCreateTensorDescriptor(&L->x[b]));
     CUDNN_TRY(e, cudnnCreateTensorDescriptor(&L->y[b]));
     CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->x[b], CUDNN_TENSOR_NCHW, ctx->dnn_type,
-                                            ctx->rows[b], l->in.c, l->in.h, l->in.w));
+                                            ctx->rows[b], in.c, in.h, in.w));
     CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->y[b], CUDNN_TENSOR_NCHW, ctx->dnn_type,
                                             ctx->rows[b], l->out.c, l->out.h, l->out.w));
   }
@@ -77,6 +88,21 @@ static ttp_status upload(gpu_context* ctx, const float* host, size_t count, void
   return gpu_upload(ctx, host, count, *out, e);
 }
 
+/* The same in fp32 whatever the engine's precision: the per-channel parameters of an affine
+   or a PReLU, which the kernels read as floats. */
+static ttp_status upload_floats(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  const size_t counts[2] = {L->l->weight_count, L->l->bias ? L->l->bias_count : 0};
+  const float* from[2] = {L->l->weights, L->l->bias};
+  void** to[2] = {&L->weights, &L->bias};
+  for (int k = 0; k < 2 && counts[k]; k++) {
+    TRY(gpu_alloc(to[k], counts[k] * sizeof(float), "a layer's parameters", e));
+    CUDA_TRY(e, cudaMemcpyAsync(*to[k], from[k], counts[k] * sizeof(float),
+                                cudaMemcpyHostToDevice, ctx->stream));
+  }
+  CUDA_TRY(e, cudaStreamSynchronize(ctx->stream));
+  return TTP_OK;
+}
+
 static ttp_status upload_weights(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   TRY(upload(ctx, L->l->weights, L->l->weight_count, &L->weights, e));
   if (!L->l->bias) return TTP_OK;
@@ -99,7 +125,7 @@ static const char* const conv_algo_names[] = {
    TTP_PLAN_HEURISTIC the pick is the first of those in cuDNN's heuristic ranking: nothing runs,
    and every process on the same device and cuDNN picks the same. */
 typedef struct conv_choice {
-  int key[11];
+  int key[18];
   cudnnConvolutionFwdAlgo_t algo;
   cudnnMathType_t math;
   float ms;
@@ -142,7 +168,7 @@ static ttp_status find_conv_algo(gpu_context* ctx, gpu_layer* L, conv_choice* pi
   if (st == CUDNN_STATUS_SUCCESS) st = cudnnCreateTensorDescriptor(&y);
   if (st == CUDNN_STATUS_SUCCESS)
     st = cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, ctx->dnn_type, ctx->canonical_rows,
-                                    l->in.c, l->in.h, l->in.w);
+                                    L->x_shape.c, L->x_shape.h, L->x_shape.w);
   if (st == CUDNN_STATUS_SUCCESS)
     st = cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, ctx->dnn_type, ctx->canonical_rows,
                                     l->out.c, l->out.h, l->out.w);
@@ -179,21 +205,37 @@ static ttp_status find_conv_algo(gpu_context* ctx, gpu_layer* L, conv_choice* pi
 
 static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   const model_layer* l = L->l;
-  TRY(plan_tensors(ctx, L, e));
+  const model_window* w = &l->p.conv.w;
+  const int groups = l->p.conv.groups ? l->p.conv.groups : 1; /* 0: one, as model.h reads it */
+  /* cuDNN pads the same above as below and left as right; other padding (TensorFlow's "same"
+     of a stride 2) is written out first into the scratch buffer, and the convolution then pads
+     nothing. */
+  L->explicit_pad = w->pad_t != w->pad_b || w->pad_l != w->pad_r;
+  L->x_shape = l->in;
+  int pad_h = w->pad_t, pad_w = w->pad_l;
+  if (L->explicit_pad) {
+    L->x_shape.h += w->pad_t + w->pad_b, L->x_shape.w += w->pad_l + w->pad_r;
+    pad_h = pad_w = 0;
+    const size_t need = (size_t)ctx->rows[ctx->buckets - 1] * model_shape_size(L->x_shape) *
+                        ctx->elem;
+    if (need > ctx->scratch_size) ctx->scratch_size = need;
+  }
+  TRY(plan_tensors(ctx, L, L->x_shape, e));
   TRY(upload_weights(ctx, L, e));
   CUDNN_TRY(e, cudnnCreateFilterDescriptor(&L->filter));
   CUDNN_TRY(e, cudnnSetFilter4dDescriptor(L->filter, ctx->dnn_type, CUDNN_TENSOR_NCHW, l->p.conv.k,
-                                          l->in.c, l->p.conv.w.r, l->p.conv.w.s));
+                                          l->in.c / groups, w->r, w->s));
   CUDNN_TRY(e, cudnnCreateConvolutionDescriptor(&L->conv));
-  CUDNN_TRY(e, cudnnSetConvolution2dDescriptor(L->conv, l->p.conv.w.pad_t, l->p.conv.w.pad_t,
-                                               l->p.conv.w.stride_h, l->p.conv.w.stride_h, 1, 1,
-                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  CUDNN_TRY(e, cudnnSetConvolution2dDescriptor(L->conv, pad_h, pad_w, w->stride_h, w->stride_w,
+                                               w->dil_h, w->dil_w, CUDNN_CROSS_CORRELATION,
+                                               CUDNN_DATA_FLOAT));
+  CUDNN_TRY(e, cudnnSetConvolutionGroupCount(L->conv, groups));
   /* fp32 stays on FMA math: cuDNN's default math would allow TF32 on this hardware. */
   CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, ctx->half ? CUDNN_TENSOR_OP_MATH
                                                               : CUDNN_FMA_MATH));
-  conv_choice pick = {.key = {ctx->choice_device, ctx->half, ctx->canonical_rows, l->in.c, l->in.h,
-                              l->in.w, l->p.conv.k, l->p.conv.w.r, l->p.conv.w.s,
-                              l->p.conv.w.stride_h, l->p.conv.w.pad_t}};
+  conv_choice pick = {.key = {ctx->choice_device, ctx->half, ctx->canonical_rows, L->x_shape.c,
+                              L->x_shape.h, L->x_shape.w, l->p.conv.k, w->r, w->s, w->stride_h,
+                              w->stride_w, pad_h, pad_w, w->dil_h, w->dil_w, groups}};
   ttp_status s = TTP_OK;
   int remembered = 0;
   pthread_mutex_lock(&conv_choice_lock);
@@ -235,10 +277,17 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   return TTP_OK;
 }
 
-static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
-                               void* out, ttp_err* e) {
+static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                               const void* const* in, void* out, ttp_err* e) {
   const model_layer* l = L->l;
-  CUDNN_TRY(e, cudnnConvolutionForward(ctx->dnn, &one, L->x[b], in, L->filter, L->weights, L->conv,
+  const void* x = in[0];
+  if (L->explicit_pad) {
+    const model_window* w = &l->p.conv.w;
+    TRY(gpu_window_copy(x, dims(l->in), ctx->scratch, dims(L->x_shape), (size_t)ctx->rows[b], 0,
+                        -w->pad_t, -w->pad_l, 1, 1, 0.0f, ctx->half, ctx->stream, e));
+    x = ctx->scratch;
+  }
+  CUDNN_TRY(e, cudnnConvolutionForward(ctx->dnn, &one, L->x[b], x, L->filter, L->weights, L->conv,
                                        L->conv_algo, ctx->conv_workspace,
                                        ctx->conv_workspace_size, &zero, L->y[b], out));
   if (!L->bias) return TTP_OK;
@@ -249,84 +298,163 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
 /* ---- maxpool, relu, lrn, softmax ----------------------------------------------------------- */
 
 static ttp_status pool_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  (void)ctx, (void)e;
+  snprintf(L->algo, sizeof L->algo, "ttapipe's pooling kernel");
+  return TTP_OK;
+}
+
+static ttp_status pool_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                               const void* const* in, void* out, ttp_err* e) {
   const model_layer* l = L->l;
-  const cudnnPoolingMode_t mode = l->op == MODEL_MAXPOOL ? CUDNN_POOLING_MAX
-                                  : l->p.pool.count_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                                                        : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-  TRY(plan_tensors(ctx, L, e));
-  CUDNN_TRY(e, cudnnCreatePoolingDescriptor(&L->pool));
-  CUDNN_TRY(e, cudnnSetPooling2dDescriptor(L->pool, mode, CUDNN_PROPAGATE_NAN, l->p.pool.w.r,
-                                           l->p.pool.w.s, l->p.pool.w.pad_t, l->p.pool.w.pad_t,
-                                           l->p.pool.w.stride_h, l->p.pool.w.stride_h));
-  return TTP_OK;
-}
-
-static ttp_status pool_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
-                               void* out, ttp_err* e) {
-  CUDNN_TRY(e, cudnnPoolingForward(ctx->dnn, L->pool, &one, L->x[b], in, &zero, L->y[b], out));
-  return TTP_OK;
-}
-
-static ttp_status relu_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
-  if (L->skip) {
-    snprintf(L->algo, sizeof L->algo, "in the fc epilogue");
-    return TTP_OK;
-  }
-  TRY(plan_tensors(ctx, L, e));
-  CUDNN_TRY(e, cudnnCreateActivationDescriptor(&L->activation));
-  CUDNN_TRY(e, cudnnSetActivationDescriptor(L->activation, CUDNN_ACTIVATION_RELU,
-                                            CUDNN_PROPAGATE_NAN, 0.0));
-  return TTP_OK;
-}
-
-static ttp_status relu_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
-                               void* out, ttp_err* e) {
-  CUDNN_TRY(e, cudnnActivationForward(ctx->dnn, L->activation, &one, L->x[b], in, &zero, L->y[b],
-                                      out));
-  return TTP_OK;
+  const model_window* w = &l->p.pool.w;
+  const gpu_window win = {w->r, w->s, w->stride_h, w->stride_w, w->pad_t, w->pad_l, w->pad_b,
+                          w->pad_r};
+  return gpu_pool(l->op == MODEL_MAXPOOL, l->p.pool.count_pad, in[0], dims(l->in), out,
+                  dims(l->out), (size_t)ctx->rows[b], win, ctx->half, ctx->stream, e);
 }
 
 static ttp_status pointwise_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   (void)ctx, (void)e;
-  snprintf(L->algo, sizeof L->algo, "ttapipe's pointwise kernel");
+  snprintf(L->algo, sizeof L->algo, L->skip ? "in the fc epilogue" : "ttapipe's pointwise kernel");
   return TTP_OK;
 }
 
 static ttp_status pointwise_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
-                                   const void* in, void* out, ttp_err* e) {
+                                    const void* const* in, void* out, ttp_err* e) {
   const model_layer* l = L->l;
-  gpu_pointwise_op op = GPU_CLIP;
-  float x = l->p.clip.lo, y = l->p.clip.hi;
-  if (l->op == MODEL_LEAKY_RELU) op = GPU_LEAKY_RELU, x = l->p.leaky.alpha;
-  if (l->op == MODEL_SIGMOID) op = GPU_SIGMOID;
-  if (l->op == MODEL_TANH) op = GPU_TANH;
-  return gpu_pointwise(op, x, y, in, out, (size_t)ctx->rows[b] * model_shape_size(l->in),
+  gpu_pointwise_op op;
+  float x = 0, y = 0;
+  switch (l->op) {
+    case MODEL_RELU: op = GPU_RELU; break;
+    case MODEL_LEAKY_RELU: op = GPU_LEAKY_RELU, x = l->p.leaky.alpha; break;
+    case MODEL_SIGMOID: op = GPU_SIGMOID; break;
+    case MODEL_TANH: op = GPU_TANH; break;
+    case MODEL_CLIP: op = GPU_CLIP, x = l->p.clip.lo, y = l->p.clip.hi; break;
+    case MODEL_HARDSWISH: op = GPU_HARDSWISH; break;
+    case MODEL_HARDSIGMOID: op = GPU_HARDSIGMOID, x = l->p.hard.alpha, y = l->p.hard.beta; break;
+    case MODEL_GELU: op = GPU_GELU; break;
+    case MODEL_ERF: op = GPU_ERF; break;
+    case MODEL_ELU: op = GPU_ELU, x = l->p.elu.alpha; break;
+    case MODEL_SOFTPLUS: op = GPU_SOFTPLUS; break;
+    default: op = GPU_MISH; break;
+  }
+  return gpu_pointwise(op, x, y, in[0], out, (size_t)ctx->rows[b] * model_shape_size(l->in),
                        ctx->half, ctx->stream, e);
 }
 
+/* ---- the layers of graphs: elementwise, affine, prelu, concat, slice, pad, shuffle, reshape -- */
+
+static ttp_status own_kernel_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  (void)ctx, (void)e;
+  snprintf(L->algo, sizeof L->algo, "ttapipe's kernel");
+  return TTP_OK;
+}
+
+static ttp_status elementwise_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  const model_layer* l = L->l;
+  for (int k = 1; k < l->input_count; k++) {
+    const model_shape s = model_value_shape(ctx->m, l->inputs[k]);
+    L->spread[k] = model_shape_size(s) == model_shape_size(l->out) ? GPU_EVERY
+                   : s.c == 1 && l->out.c > 1                     ? GPU_PER_ROW
+                                                                  : GPU_PER_CHANNEL;
+  }
+  return own_kernel_plan(ctx, L, e);
+}
+
+static ttp_status elementwise_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                                      const void* const* in, void* out, ttp_err* e) {
+  const model_layer* l = L->l;
+  gpu_operands x = {.count = l->input_count};
+  for (int k = 0; k < l->input_count; k++) x.in[k] = in[k], x.spread[k] = L->spread[k];
+  const gpu_binary_op op = l->op == MODEL_ADD ? GPU_ADD : l->op == MODEL_SUB ? GPU_SUB
+                           : l->op == MODEL_MUL ? GPU_MUL : GPU_DIV;
+  return gpu_elementwise(op, &x, out, (size_t)ctx->rows[b], l->out.c, l->out.h * l->out.w,
+                         ctx->half, ctx->stream, e);
+}
+
+static ttp_status channel_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  TRY(upload_floats(ctx, L, e));
+  return own_kernel_plan(ctx, L, e);
+}
+
+static ttp_status channel_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                                  const void* const* in, void* out, ttp_err* e) {
+  const model_layer* l = L->l;
+  return gpu_channel_op(l->op == MODEL_PRELU, in[0], out, L->weights, L->bias,
+                        (int)l->weight_count, (size_t)ctx->rows[b], l->out.c,
+                        l->out.h * l->out.w, ctx->half, ctx->stream, e);
+}
+
+/* Each input's rows into its channels of every output row: one strided copy an input. */
+static ttp_status concat_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                                 const void* const* in, void* out, ttp_err* e) {
+  const model_layer* l = L->l;
+  const size_t plane = (size_t)l->out.h * l->out.w * ctx->elem, row = l->out.c * plane;
+  size_t at = 0;
+  for (int k = 0; k < l->input_count; k++) {
+    const size_t part = model_value_shape(ctx->m, l->inputs[k]).c * plane;
+    CUDA_TRY(e, cudaMemcpy2DAsync((char*)out + at, row, in[k], part, part, (size_t)ctx->rows[b],
+                                  cudaMemcpyDeviceToDevice, ctx->stream));
+    at += part;
+  }
+  return TTP_OK;
+}
+
+static ttp_status slice_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                                const void* const* in, void* out, ttp_err* e) {
+  const model_layer* l = L->l;
+  return gpu_window_copy(in[0], dims(l->in), out, dims(l->out), (size_t)ctx->rows[b],
+                         l->p.slice.c0, l->p.slice.h0, l->p.slice.w0, l->p.slice.step_h,
+                         l->p.slice.step_w, 0.0f, ctx->half, ctx->stream, e);
+}
+
+static ttp_status pad_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                              const void* const* in, void* out, ttp_err* e) {
+  const model_layer* l = L->l;
+  return gpu_window_copy(in[0], dims(l->in), out, dims(l->out), (size_t)ctx->rows[b],
+                         -l->p.pad.c0, -l->p.pad.h0, -l->p.pad.w0, 1, 1, l->p.pad.value,
+                         ctx->half, ctx->stream, e);
+}
+
+static ttp_status shuffle_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                                  const void* const* in, void* out, ttp_err* e) {
+  const model_layer* l = L->l;
+  return gpu_shuffle(in[0], out, (size_t)ctx->rows[b], l->in.c, l->in.h * l->in.w,
+                     l->p.shuffle.groups, ctx->half, ctx->stream, e);
+}
+
+/* The same values in the same order (CHW), read as another shape. */
+static ttp_status reshape_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                                  const void* const* in, void* out, ttp_err* e) {
+  CUDA_TRY(e, cudaMemcpyAsync(out, in[0],
+                              (size_t)ctx->rows[b] * model_shape_size(L->l->in) * ctx->elem,
+                              cudaMemcpyDeviceToDevice, ctx->stream));
+  return TTP_OK;
+}
+
 static ttp_status lrn_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
-  TRY(plan_tensors(ctx, L, e));
+  TRY(plan_tensors(ctx, L, L->l->in, e));
   CUDNN_TRY(e, cudnnCreateLRNDescriptor(&L->lrn));
   CUDNN_TRY(e, cudnnSetLRNDescriptor(L->lrn, (unsigned)L->l->p.lrn.n, L->l->p.lrn.alpha,
                                      L->l->p.lrn.beta, L->l->p.lrn.k));
   return TTP_OK;
 }
 
-static ttp_status lrn_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
-                              void* out, ttp_err* e) {
+static ttp_status lrn_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                              const void* const* in, void* out, ttp_err* e) {
   CUDNN_TRY(e, cudnnLRNCrossChannelForward(ctx->dnn, L->lrn, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one,
-                                           L->x[b], in, &zero, L->y[b], out));
+                                           L->x[b], in[0], &zero, L->y[b], out));
   return TTP_OK;
 }
 
 static ttp_status softmax_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
-  return plan_tensors(ctx, L, e);
+  return plan_tensors(ctx, L, L->l->in, e);
 }
 
 static ttp_status softmax_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
-                                  const void* in, void* out, ttp_err* e) {
+                                  const void* const* in, void* out, ttp_err* e) {
   CUDNN_TRY(e, cudnnSoftmaxForward(ctx->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
-                                   &one, L->x[b], in, &zero, L->y[b], out));
+                                   &one, L->x[b], in[0], &zero, L->y[b], out));
   return TTP_OK;
 }
 
@@ -418,10 +546,10 @@ static ttp_status fc_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   return pick_gemm_algo(ctx, L, e);
 }
 
-static ttp_status fc_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
-                             void* out, ttp_err* e) {
-  CUBLAS_TRY(e, cublasLtMatmul(ctx->lt, L->matmul, &one, L->weights, L->a, in, L->b[b], &zero, out,
-                               L->d[b], out, L->d[b], &L->gemm_algo, ctx->gemm_workspace,
+static ttp_status fc_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                             const void* const* in, void* out, ttp_err* e) {
+  CUBLAS_TRY(e, cublasLtMatmul(ctx->lt, L->matmul, &one, L->weights, L->a, in[0], L->b[b], &zero,
+                               out, L->d[b], out, L->d[b], &L->gemm_algo, ctx->gemm_workspace,
                                ctx->gemm_workspace_size, ctx->stream));
   return TTP_OK;
 }
@@ -430,27 +558,48 @@ static ttp_status fc_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, 
 
 typedef struct gpu_layer_ops {
   ttp_status (*plan)(gpu_context* ctx, gpu_layer* L, ttp_err* e);
-  ttp_status (*enqueue)(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
+  ttp_status (*enqueue)(const gpu_context* ctx, const gpu_layer* L, int b, const void* const* in,
                         void* out, ttp_err* e);
 } gpu_layer_ops;
 
 static const gpu_layer_ops gpu_layer_table[MODEL_OP_COUNT] = {
-    [MODEL_CONV] = {conv_plan, conv_enqueue},       [MODEL_MAXPOOL] = {pool_plan, pool_enqueue},
-    [MODEL_RELU] = {relu_plan, relu_enqueue},       [MODEL_FC] = {fc_plan, fc_enqueue},
-    [MODEL_LRN] = {lrn_plan, lrn_enqueue},          [MODEL_SOFTMAX] = {softmax_plan, softmax_enqueue},
+    [MODEL_CONV] = {conv_plan, conv_enqueue},
+    [MODEL_MAXPOOL] = {pool_plan, pool_enqueue},
     [MODEL_AVGPOOL] = {pool_plan, pool_enqueue},
+    [MODEL_FC] = {fc_plan, fc_enqueue},
+    [MODEL_LRN] = {lrn_plan, lrn_enqueue},
+    [MODEL_SOFTMAX] = {softmax_plan, softmax_enqueue},
+    [MODEL_RELU] = {pointwise_plan, pointwise_enqueue},
     [MODEL_LEAKY_RELU] = {pointwise_plan, pointwise_enqueue},
     [MODEL_SIGMOID] = {pointwise_plan, pointwise_enqueue},
     [MODEL_TANH] = {pointwise_plan, pointwise_enqueue},
     [MODEL_CLIP] = {pointwise_plan, pointwise_enqueue},
+    [MODEL_HARDSWISH] = {pointwise_plan, pointwise_enqueue},
+    [MODEL_HARDSIGMOID] = {pointwise_plan, pointwise_enqueue},
+    [MODEL_GELU] = {pointwise_plan, pointwise_enqueue},
+    [MODEL_ERF] = {pointwise_plan, pointwise_enqueue},
+    [MODEL_ELU] = {pointwise_plan, pointwise_enqueue},
+    [MODEL_SOFTPLUS] = {pointwise_plan, pointwise_enqueue},
+    [MODEL_MISH] = {pointwise_plan, pointwise_enqueue},
+    [MODEL_ADD] = {elementwise_plan, elementwise_enqueue},
+    [MODEL_SUB] = {elementwise_plan, elementwise_enqueue},
+    [MODEL_MUL] = {elementwise_plan, elementwise_enqueue},
+    [MODEL_DIV] = {elementwise_plan, elementwise_enqueue},
+    [MODEL_AFFINE] = {channel_plan, channel_enqueue},
+    [MODEL_PRELU] = {channel_plan, channel_enqueue},
+    [MODEL_CONCAT] = {own_kernel_plan, concat_enqueue},
+    [MODEL_SLICE] = {own_kernel_plan, slice_enqueue},
+    [MODEL_PAD] = {own_kernel_plan, pad_enqueue},
+    [MODEL_SHUFFLE] = {own_kernel_plan, shuffle_enqueue},
+    [MODEL_RESHAPE] = {own_kernel_plan, reshape_enqueue},
 };
 
 ttp_status gpu_layer_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   return gpu_layer_table[L->l->op].plan(ctx, L, e);
 }
 
-ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b, const void* in,
-                             void* out, ttp_err* e) {
+ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
+                             const void* const* in, void* out, ttp_err* e) {
   return gpu_layer_table[L->l->op].enqueue(ctx, L, b, in, out, e);
 }
 
@@ -465,8 +614,6 @@ void gpu_layer_destroy(gpu_layer* L) {
   if (L->matmul) cublasLtMatmulDescDestroy(L->matmul);
   if (L->filter) cudnnDestroyFilterDescriptor(L->filter);
   if (L->conv) cudnnDestroyConvolutionDescriptor(L->conv);
-  if (L->pool) cudnnDestroyPoolingDescriptor(L->pool);
-  if (L->activation) cudnnDestroyActivationDescriptor(L->activation);
   if (L->lrn) cudnnDestroyLRNDescriptor(L->lrn);
   cudaFree(L->weights);
   cudaFree(L->bias);

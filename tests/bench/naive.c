@@ -48,7 +48,8 @@ static void naive_image(cudnn_net* g, const uint8_t* image, unsigned char* recor
   for (int i = 0; i < m->layer_count; i++) {
     if (g->layers[i].skip) continue;
     void* out = fresh(rows * model_shape_size(m->layers[i].out) * g->ctx.elem);
-    CHECK(gpu_layer_enqueue(&g->ctx, &g->layers[i], 0, in, out, &e) == TTP_OK, "%s", e.message);
+    const void* x[1] = {in}; /* a chain: each layer reads the one before */
+    CHECK(gpu_layer_enqueue(&g->ctx, &g->layers[i], 0, x, out, &e) == TTP_OK, "%s", e.message);
     CHECK_CUDA(cudaStreamSynchronize(st));
     CHECK_CUDA(cudaFree(in));
     in = out;

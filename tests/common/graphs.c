@@ -2,6 +2,7 @@
 #include "graphs.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* ---- building blocks ------------------------------------------------------------------------ */
@@ -320,4 +321,18 @@ model* graphs_zoo(test_rng* rng) {
   model_add(m, MODEL_SOFTMAX, "softmax", &e);
   graphs_finish(m, rng);
   return m;
+}
+
+void graphs_every(int blocks, test_rng* rng, model* models[GRAPHS_COUNT],
+                  char names[GRAPHS_COUNT][48]) {
+  snprintf(names[0], 48, "resnet, %d blocks a stage", blocks);
+  snprintf(names[1], 48, "mobilenet-like");
+  snprintf(names[2], 48, "densenet-like");
+  snprintf(names[3], 48, "option-A shortcut");
+  snprintf(names[4], 48, "every layer kind");
+  models[0] = graphs_resnet(blocks, rng);
+  models[1] = graphs_mobilenet(rng);
+  models[2] = graphs_densenet(rng);
+  models[3] = graphs_option_a(rng);
+  models[4] = graphs_zoo(rng);
 }

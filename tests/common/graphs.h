@@ -62,4 +62,10 @@ model* graphs_option_a(test_rng* rng);
    average pooling with padding counted and not, a Reshape, fc, softmax. */
 model* graphs_zoo(test_rng* rng);
 
+/* The five networks above, in that order (resnet of `blocks` blocks a stage), with their names
+   ("resnet, 3 blocks a stage", "mobilenet-like", ...) into names, each up to 48 bytes. */
+enum { GRAPHS_COUNT = 5 };
+void graphs_every(int blocks, test_rng* rng, model* models[GRAPHS_COUNT],
+                  char names[GRAPHS_COUNT][48]);
+
 #endif

@@ -10,6 +10,7 @@
    input that is not an earlier value; the engines that run chains alone refuse a graph with one
    line naming the layer. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "augment/tta.h"
@@ -192,6 +193,69 @@ static void ref_forward(const model* m, const uint8_t* image, double* probs) {
 
 /* ---- the checks ------------------------------------------------------------------------------ */
 
+/* Plans m's values (run_at: its units, or NULL) into *plan and checks it: values alive at once
+   never share a float, a value being alive from the step that makes it to the step of its last
+   reader (a layer reads at its unit's step); a unit's inner values have no room. */
+static void check_plan(const char* what, const model* m, const int* run_at, model_plan* plan) {
+  ttp_err e = {0};
+  CHECK(model_plan_units(m, run_at, plan, &e) == TTP_OK, "%s", e.message);
+  const int values = m->layer_count + 1;
+  int* made = malloc((size_t)values * sizeof *made);
+  int* last = malloc((size_t)values * sizeof *last);
+  CHECK(made && last, "out of memory");
+  for (int v = 0; v < values; v++) {
+    made[v] = v - 1;
+    last[v] = v == 0 || v == values - 1 ? m->layer_count : v - 1;
+  }
+  for (int i = 0; i < m->layer_count; i++)
+    for (int k = 0; k < m->layers[i].input_count; k++) {
+      const int v = m->layers[i].inputs[k], step = run_at ? run_at[i] : i;
+      if (step > last[v]) last[v] = step;
+    }
+  for (int v = 1; v < values; v++) {
+    const int inner = run_at && run_at[v - 1] != v - 1;
+    CHECK(inner == (plan->offsets[v] == SIZE_MAX), "%s: value %d %s", what, v,
+          inner ? "inside a unit has room" : "has no room");
+  }
+  for (int a = 0; a < values; a++)
+    for (int b = a + 1; b < values; b++) {
+      if (plan->offsets[a] == SIZE_MAX || plan->offsets[b] == SIZE_MAX) continue;
+      if (last[a] < made[b]) continue; /* a is dead before b is made */
+      const size_t a0 = plan->offsets[a], a1 = a0 + model_shape_size(model_value_shape(m, a));
+      const size_t b0 = plan->offsets[b], b1 = b0 + model_shape_size(model_value_shape(m, b));
+      CHECK(a1 <= b0 || b1 <= a0, "%s: values %d and %d overlap in the arena%s", what, a, b,
+            run_at ? " (units)" : "");
+      CHECK(a1 <= plan->arena && b1 <= plan->arena, "%s: a value past the arena", what);
+    }
+  free(made), free(last);
+}
+
+/* Units as a GPU engine fuses them: a convolution, affine or Add whose value one ReLU, affine or
+   Add alone reads runs at that reader's step (a convolution, its BatchNorm, the residual Add and
+   the ReLU: one unit). *fused: how many layers run at another's step. */
+static int* fusion_units(const model* m, int* fused) {
+  int* run_at = malloc((size_t)m->layer_count * sizeof *run_at);
+  int* readers = calloc((size_t)m->layer_count + 1, sizeof *readers);
+  int* reader = calloc((size_t)m->layer_count + 1, sizeof *reader);
+  CHECK(run_at && readers && reader, "out of memory");
+  for (int i = 0; i < m->layer_count; i++)
+    for (int k = 0; k < m->layers[i].input_count; k++)
+      readers[m->layers[i].inputs[k]]++, reader[m->layers[i].inputs[k]] = i;
+  *fused = 0;
+  for (int i = m->layer_count - 1; i >= 0; i--) {
+    const model_op op = m->layers[i].op, next = m->layers[reader[i + 1]].op;
+    run_at[i] = i;
+    if ((op == MODEL_CONV || op == MODEL_AFFINE || op == MODEL_ADD) && readers[i + 1] == 1 &&
+        i + 1 < m->layer_count &&
+        (next == MODEL_RELU || next == MODEL_AFFINE || next == MODEL_ADD)) {
+      run_at[i] = run_at[reader[i + 1]];
+      ++*fused;
+    }
+  }
+  free(readers), free(reader);
+  return run_at;
+}
+
 /* The CPU engine on `images` random images of m against ref_forward; the plan's arena. */
 static void check_model(const char* what, model* m, test_rng* rng, int images) {
   const engine_entry* cpu = engine_find(TTP_ENGINE_CPU);
@@ -221,24 +285,17 @@ static void check_model(const char* what, model* m, test_rng* rng, int images) {
   cpu->host->close(state);
 
   model_plan plan;
-  CHECK(model_plan_values(m, &plan, &e) == TTP_OK, "%s", e.message);
-  /* Values alive at once never share a float: v is alive from its making to its last reader. */
-  const int values = m->layer_count + 1;
-  for (int a = 0; a < values; a++)
-    for (int b = a + 1; b < values; b++) {
-      int last_a = a == 0 ? m->layer_count : a - 1;
-      for (int i = 0; i < m->layer_count; i++)
-        for (int k = 0; k < m->layers[i].input_count; k++)
-          if (m->layers[i].inputs[k] == a && i > last_a) last_a = i;
-      if (a == 0) last_a = m->layer_count;
-      if (last_a < b - 1) continue; /* a is dead before b is made */
-      const size_t a0 = plan.offsets[a], a1 = a0 + model_shape_size(model_value_shape(m, a));
-      const size_t b0 = plan.offsets[b], b1 = b0 + model_shape_size(model_value_shape(m, b));
-      CHECK(a1 <= b0 || b1 <= a0, "%s: values %d and %d overlap in the arena", what, a, b);
-      CHECK(a1 <= plan.arena && b1 <= plan.arena, "%s: a value past the arena", what);
-    }
-  printf("%s: %d layers, %d images within %g of the reference; arena %zu of %zu floats\n", what,
-         m->layer_count, images, ATOL, plan.arena, plan.sum);
+  check_plan(what, m, NULL, &plan);
+  model_plan units;
+  int fused;
+  int* run_at = fusion_units(m, &fused);
+  check_plan(what, m, run_at, &units);
+  CHECK(fused > 0 || !strstr(what, "resnet"), "%s: no units to plan", what);
+  free(run_at);
+  printf("%s: %d layers, %d images within %g of the reference; arena %zu of %zu floats (%zu "
+         "with %d layers fused into units)\n", what, m->layer_count, images, ATOL, plan.arena,
+         plan.sum, units.arena, fused);
+  model_plan_free(&units);
   model_plan_free(&plan);
   free(x), free(results), free(got), free(want);
 }

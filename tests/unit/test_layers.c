@@ -230,8 +230,9 @@ int main(int argc, char** argv) {
   size_t bad = 0, cases = 0;
   for (size_t i = 0; i < sizeof shipped / sizeof *shipped; i++, cases++)
     bad += run_case(&shipped[i], &rng, gpu);
-  /* Random shapes of every kind every engine has (model.h up to MODEL_CLIP; the graph's own
-     layers, after it, run on the CPU engine alone so far: test_graph), odd sizes. */
+  /* Random shapes of every kind every engine has (model.h up to MODEL_CLIP; the graphs' own
+     layers, after it, are checked inside whole graphs: test_graph, test_onednn_graph,
+     test_cudnn_graph), odd sizes. */
   static const int rows[] = {1, 3, 17, 37};
   enum { SHARED_OPS = MODEL_CLIP + 1 };
   for (int k = 0; k < 4 * SHARED_OPS; k++, cases++) {

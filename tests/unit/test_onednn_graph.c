@@ -64,8 +64,8 @@ static double check_model(const char* name, const model* m, int copies, test_rng
   ttp_result* rfirst = malloc(IMAGES * sizeof *rfirst);
   CHECK(images && want && got && first && wanted && rw && rg && rfirst, "out of memory");
   for (size_t i = 0; i < IMAGES * pixels; i++) images[i] = (uint8_t)test_int(rng, 0, 255);
-  char what[160];
-  snprintf(what, sizeof what, "%s, %d cop%s", name, copies, copies == 1 ? "y" : "ies");
+  char what[64 + 48];
+  snprintf(what, sizeof what, "%.48s, %d cop%s", name, copies, copies == 1 ? "y" : "ies");
   run_engine(what, cpu, m, &c, images, IMAGES, want, rw);
   for (size_t i = 0; i < IMAGES * classes; i++) wanted[i] = want[i];
 
@@ -111,16 +111,11 @@ int main(void) {
   }
   CHECK(onednn->graphs, "the onednn engine's entry says it runs chains alone");
   test_rng rng = {4242};
-  model* models[5];
-  const char* names[5] = {"resnet, 3 blocks a stage", "mobilenet-like", "densenet-like",
-                          "option-A shortcut", "every layer kind"};
-  models[0] = graphs_resnet(3, &rng);
-  models[1] = graphs_mobilenet(&rng);
-  models[2] = graphs_densenet(&rng);
-  models[3] = graphs_option_a(&rng);
-  models[4] = graphs_zoo(&rng);
+  model* models[GRAPHS_COUNT];
+  char names[GRAPHS_COUNT][48];
+  graphs_every(3, &rng, models, names);
   double worst = 0;
-  for (int k = 0; k < 5; k++) {
+  for (int k = 0; k < GRAPHS_COUNT; k++) {
     for (int copies = 1; copies <= 5; copies += 4)
       worst = fmax(worst, check_model(names[k], models[k], copies, &rng));
     model_free(models[k]);
