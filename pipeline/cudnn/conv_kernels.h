@@ -1,0 +1,44 @@
+/* ttapipe's own convolution for the narrow networks people train on small images (a CIFAR
+   ResNet's 16 to 64 channels), where cuDNN's kernels leave most of the memory bandwidth unused:
+   fp16 NHWC activations, an implicit GEMM on the tensor cores (WMMA 16x16x16, fp32
+   accumulation), and the layers that follow a convolution in its epilogue: the bias (a folded
+   BatchNorm's shift), a residual Add and a ReLU, so that the convolution's output is written
+   once. Launch only (capture-safe). tests/bench/conv_lab.cu checks it against a CPU reference
+   and times it beside cuDNN's fused convolution. */
+#ifndef TTP_CONV_KERNELS_H
+#define TTP_CONV_KERNELS_H
+
+#include <cuda_runtime_api.h>
+
+#include "../error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A convolution over n rows: input h x w x c, output p x q x k (NHWC), an r x s window with
+   strides, padding above and left (the output size says the rest) and dilation. */
+typedef struct gpu_conv_shape {
+  int n, h, w, c, p, q, k, r, s, stride_h, stride_w, pad_t, pad_l, dil_h, dil_w;
+} gpu_conv_shape;
+
+/* Whether gpu_conv_nhwc takes the shape: c and k multiples of 16, c at most 128, and a tile's
+   input window within 200 KB of shared memory. */
+int gpu_conv_nhwc_takes(const gpu_conv_shape* s);
+
+/* y = [relu](conv(x, weights) + bias + z), fp16 values, fp32 sums rounded once to fp16 at the
+   end. x: n x h x w x c; weights: r x s x c x k (gpu_conv_weights' layout); bias: k floats, or
+   NULL; z: like y, or NULL; y: n x p x q x k, not overlapping x or z. */
+ttp_status gpu_conv_nhwc(const void* x, const void* weights, const float* bias, const void* z,
+                         void* y, const gpu_conv_shape* s, int relu, cudaStream_t stream,
+                         ttp_err* e);
+
+/* The model's weights k x c x r x s (floats) into r x s x c x k, the layout gpu_conv_nhwc reads
+   (host to host; the caller converts to fp16). */
+void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, float* rsck);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
