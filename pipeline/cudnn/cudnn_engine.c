@@ -47,8 +47,16 @@ int cudnn_supports(const model_layer* l, const engine_config* c, char* why, size
 
 /* ---- enqueue: one batch, launches only -------------------------------------------------------- */
 
-/* Value v's rows of bucket b in the arena. */
+/* rows of shape s from NHWC into NCHW. */
+static ttp_status to_nchw(const cudnn_net* g, const void* from, void* to, model_shape s,
+                          size_t rows, ttp_err* e) {
+  const gpu_dims a = {s.c, s.h, s.w, 1}, b = {s.c, s.h, s.w, 0};
+  return gpu_reorder(from, a, to, b, rows, g->ctx.half, g->ctx.stream, e);
+}
+
+/* Value v's rows of bucket b in the arena (the input, when padded, in its own buffer). */
 static void* value_at(const cudnn_net* g, int v, int bucket) {
+  if (v == 0 && g->input) return g->input;
   return (char*)g->arena + g->plan.offsets[v] * g->ctx.rows[bucket] * g->ctx.elem;
 }
 
@@ -57,18 +65,33 @@ static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, 
   cudnn_net* g = state;
   const model* m = g->m;
   int images = g->buckets.images[bucket];
+  const size_t rows = (size_t)g->ctx.rows[bucket];
+  /* The augmentation writes NCHW: in NHWC, into the scratch buffer, then reordered. */
+  void* copies = g->ctx.nhwc ? g->ctx.scratch : value_at(g, 0, bucket);
   TRY(aug_launch(&g->cfg.spec, dev_in, images, m->input.c, m->input.h, m->input.w,
-                 g->ctx.half ? AUG_OUT_HALF : AUG_OUT_FLOAT, value_at(g, 0, bucket), stream, e));
+                 g->ctx.half ? AUG_OUT_HALF : AUG_OUT_FLOAT, copies, stream, e));
+  if (g->ctx.nhwc) { /* into NHWC, and the channels past the input's zeros */
+    const model_shape x = m->input;
+    const gpu_dims from = {x.c, x.h, x.w, 0}, to = {g->input_c, x.h, x.w, 1};
+    TRY(gpu_window_copy(copies, from, value_at(g, 0, bucket), to, rows, 0, 0, 0, 1, 1, 0.0f,
+                        g->ctx.half, stream, e));
+  }
   for (int r = 0; r < g->runs; r++) {
     const gpu_layer* L = &g->layers[g->order[r]];
-    const void* in[MODEL_MAX_INPUTS];
+    const void* in[MODEL_MAX_INPUTS + 1];
     for (int k = 0; k < L->l->input_count; k++) in[k] = value_at(g, L->l->inputs[k], bucket);
+    if (L->residual) in[L->l->input_count] = value_at(g, L->z_value, bucket);
     TRY(gpu_layer_enqueue(&g->ctx, L, bucket, in, value_at(g, L->run_at + 1, bucket), e));
   }
   const void* last = value_at(g, m->layer_count, bucket);
+  const model_shape out = m->layers[m->layer_count - 1].out;
+  if (g->ctx.nhwc && out.h * out.w > 1) { /* the classes in CHW order for the merge */
+    TRY(to_nchw(g, last, g->ctx.scratch, out, rows, e));
+    last = g->ctx.scratch;
+  }
   const float* probs = last;
   if (g->ctx.half) {
-    TRY(gpu_to_float(last, g->probs, (size_t)g->ctx.rows[bucket] * m->classes, stream, e));
+    TRY(gpu_to_float(last, g->probs, rows * m->classes, stream, e));
     probs = g->probs;
   }
   return aug_merge_launch(g->cfg.merge, probs, images, g->cfg.spec.copies, m->classes, dev_out,
@@ -77,13 +100,44 @@ static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, 
 
 /* ---- plan ----------------------------------------------------------------------------------- */
 
+/* Whether fp16 runs m in NHWC, which cuDNN's tensor-core convolutions want: where every
+   convolution has a multiple of 8 channels a group, but those reading the network's input,
+   which then holds *input_c channels, its own rounded up to 8 with zeros (the augmentation's
+   copies of 1 or 3 channels), when only such convolutions (of one group, even padding) read it.
+   Else NCHW, as in fp32. */
+static int nhwc_suits(const model* m, int* input_c) {
+  int only_convs = 1;
+  *input_c = m->input.c;
+  for (int i = 0; i < m->layer_count; i++) {
+    const model_layer* l = &m->layers[i];
+    const int reads_input = l->inputs[0] == 0 || (l->input_count > 1 && l->inputs[1] == 0);
+    for (int k = 2; k < l->input_count; k++) only_convs &= l->inputs[k] != 0;
+    if (l->op != MODEL_CONV) {
+      only_convs &= !reads_input;
+      continue;
+    }
+    const model_window* w = &l->p.conv.w;
+    const int groups = l->p.conv.groups ? l->p.conv.groups : 1;
+    if (reads_input)
+      only_convs &= groups == 1 && w->pad_t == w->pad_b && w->pad_l == w->pad_r;
+    else if (l->in.c / groups % 8)
+      return 0;
+  }
+  if (m->input.c % 8 == 0) return 1;
+  if (!only_convs) return 0;
+  *input_c = (m->input.c + 7) / 8 * 8;
+  return 1;
+}
+
 /* Handles on stream, the precision, and n = images x copies rows for each bucket. */
 static ttp_status plan_context(gpu_context* ctx, const engine_config* c, const gpu_buckets* b,
-                               int canonical_images, cudaStream_t stream, ttp_err* e) {
+                               int canonical_images, int nhwc, cudaStream_t stream, ttp_err* e) {
   ctx->stream = stream;
   ctx->device = c->device;
   ctx->choice_device = c->choice_device;
   ctx->half = c->precision == TTP_PRECISION_FP16;
+  ctx->nhwc = nhwc;
+  ctx->format = ctx->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   ctx->plan = c->plan;
   ctx->dnn_type = ctx->half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
   ctx->blas_type = ctx->half ? CUDA_R_16F : CUDA_R_32F;
@@ -117,8 +171,49 @@ static void destroy_context(gpu_context* ctx) {
   memset(ctx, 0, sizeof *ctx);
 }
 
+/* The layer that alone reads value v, or -1. */
+static int sole_reader(const model* m, const int* readers, int v) {
+  if (readers[v] != 1 || v == m->layer_count) return -1;
+  for (int i = v; i < m->layer_count; i++)
+    for (int k = 0; k < m->layers[i].input_count; k++)
+      if (m->layers[i].inputs[k] == v) return i;
+  return -1;
+}
+
+/* Layers i (the head) and j run as one unit at j's place, j only inside it. */
+static void join(cudnn_net* g, int i, int j) {
+  g->layers[j].skip = 1;
+  g->layers[i].run_at = g->layers[j].run_at = j;
+  snprintf(g->layers[j].algo, sizeof g->layers[j].algo, "in %s's epilogue", g->m->layers[i].name);
+}
+
+/* A convolution i whose output alone feeds a residual Add (with another value of its shape)
+   and/or a ReLU applies them in its epilogue, at the last one's place. */
+static void conv_unit(cudnn_net* g, const int* readers, int i) {
+  const model* m = g->m;
+  int add = -1, j = sole_reader(m, readers, i + 1);
+  /* An Add of two convolutions' outputs joins the first's unit (the other is its z). */
+  if (j >= 0 && !g->layers[j].skip && m->layers[j].op == MODEL_ADD &&
+      m->layers[j].input_count == 2) {
+    const int z = m->layers[j].inputs[m->layers[j].inputs[0] == i + 1];
+    const model_shape zs = model_value_shape(m, z), out = m->layers[i].out;
+    if (z != i + 1 && zs.c == out.c && zs.h == out.h && zs.w == out.w) {
+      g->layers[i].residual = 1, g->layers[i].z_value = z;
+      add = j;
+      join(g, i, add);
+      j = sole_reader(m, readers, add + 1);
+    }
+  }
+  if (j >= 0 && !g->layers[j].skip && m->layers[j].op == MODEL_RELU) {
+    g->layers[i].fused_relu = 1;
+    join(g, i, j);
+    if (add >= 0) g->layers[add].run_at = j;
+  }
+}
+
 /* Which layers run together: an fc whose output the next ReLU alone reads applies it in its
-   GEMM's epilogue, at the ReLU's place. Then the order they run in. */
+   GEMM's epilogue, a convolution its residual Add and ReLU (conv_unit), each at the last one's
+   place. Then the order they run in. */
 static ttp_status plan_units(cudnn_net* g, ttp_err* e) {
   const model* m = g->m;
   int* readers = calloc((size_t)m->layer_count + 1, sizeof *readers);
@@ -133,13 +228,12 @@ static ttp_status plan_units(cudnn_net* g, ttp_err* e) {
     g->layers[i].l = &m->layers[i];
     g->layers[i].run_at = i;
   }
-  for (int j = 0; j < m->layer_count; j++) {
-    const int v = m->layers[j].inputs[0], i = v - 1;
-    if (m->layers[j].op == MODEL_RELU && i >= 0 && m->layers[i].op == MODEL_FC &&
-        readers[v] == 1) {
-      g->layers[j].skip = 1;
+  for (int i = 0; i < m->layer_count; i++) {
+    if (m->layers[i].op == MODEL_CONV) conv_unit(g, readers, i);
+    const int j = sole_reader(m, readers, i + 1);
+    if (m->layers[i].op == MODEL_FC && j >= 0 && m->layers[j].op == MODEL_RELU) {
       g->layers[i].fused_relu = 1;
-      g->layers[i].run_at = j;
+      join(g, i, j);
     }
   }
   free(readers);
@@ -161,9 +255,22 @@ static ttp_status plan_layers(cudnn_net* g, ttp_err* e) {
   ttp_status s = model_plan_units(m, run_at, &g->plan, e);
   free(run_at);
   TRY(s);
-  for (int i = 0; i < m->layer_count; i++) TRY(gpu_layer_plan(&g->ctx, &g->layers[i], e));
-  TRY(plan_workspaces(&g->ctx, e));
   size_t rows = (size_t)g->ctx.rows[g->ctx.buckets - 1];
+  if (g->ctx.nhwc) { /* the augmentation's copies and the last value, reordered through it */
+    const size_t most = rows * g->ctx.elem *
+                        (model_shape_size(m->input) > (size_t)m->classes
+                             ? model_shape_size(m->input) : (size_t)m->classes);
+    if (most > g->ctx.scratch_size) g->ctx.scratch_size = most;
+  }
+  if (g->input_c != m->input.c) {
+    TRY(gpu_alloc(&g->input, rows * g->input_c * m->input.h * m->input.w * g->ctx.elem,
+                  "the copies, their channels padded", e));
+    for (int i = 0; i < m->layer_count; i++)
+      if (m->layers[i].op == MODEL_CONV) g->layers[i].input_c = g->input_c; /* all read it */
+  }
+  for (int i = 0; i < m->layer_count; i++)
+    if (!g->layers[i].skip) TRY(gpu_layer_plan(&g->ctx, &g->layers[i], e));
+  TRY(plan_workspaces(&g->ctx, e));
   char what[96];
   snprintf(what, sizeof what, "the values of %zu-row batches (images x copies)", rows);
   TRY(gpu_alloc(&g->arena, rows * g->plan.arena * g->ctx.elem, what, e));
@@ -173,6 +280,27 @@ static ttp_status plan_layers(cudnn_net* g, ttp_err* e) {
 }
 
 static void cudnn_destroy(void* state);
+
+/* The network in one layout (nhwc, the input's channels input_c), into *out. */
+static ttp_status plan_net(const model* m, const engine_config* c, const gpu_buckets* buckets,
+                           cudaStream_t stream, int nhwc, int input_c, cudnn_net** out,
+                           ttp_err* e) {
+  cudnn_net* g = calloc(1, sizeof *g);
+  if (!g) return ERR_NOMEM(e, sizeof *g);
+  g->m = m;
+  g->cfg = *c;
+  g->buckets = *buckets;
+  g->ctx.m = m;
+  g->input_c = input_c;
+  ttp_status s = plan_context(&g->ctx, c, buckets, GPU_CANONICAL_IMAGES, nhwc, stream, e);
+  if (s == TTP_OK) s = plan_layers(g, e);
+  if (s != TTP_OK) {
+    cudnn_destroy(g);
+    return s;
+  }
+  *out = g;
+  return TTP_OK;
+}
 
 static ttp_status cudnn_plan(const model* m, const engine_config* c, const gpu_buckets* buckets,
                              cudaStream_t stream, void** out, ttp_err* e) {
@@ -185,23 +313,25 @@ static ttp_status cudnn_plan(const model* m, const engine_config* c, const gpu_b
                "max_batch %d is too large for this model and %d copies: a layer's tensor would "
                "exceed cuDNN's 2 GiB; use at most %zu", c->max_batch, c->spec.copies,
                (size_t)INT32_MAX / per_image);
-  cudnn_net* g = calloc(1, sizeof *g);
-  if (!g) return ERR_NOMEM(e, sizeof *g);
-  g->m = m;
-  g->cfg = *c;
-  g->buckets = *buckets;
-  g->ctx.m = m;
-  ttp_status s = plan_context(&g->ctx, c, buckets, GPU_CANONICAL_IMAGES, stream, e);
-  if (s == TTP_OK) s = plan_layers(g, e);
-  if (s != TTP_OK) {
-    cudnn_destroy(g);
-    return s;
+  int input_c = m->input.c;
+  const int nhwc = c->precision == TTP_PRECISION_FP16 && nhwc_suits(m, &input_c);
+  char refused[200] = "";
+  cudnn_net* g = NULL;
+  ttp_status s = plan_net(m, c, buckets, stream, nhwc, input_c, &g, e);
+  if (s == TTP_ERR_CUDNN && nhwc) {
+    /* cuDNN refused a convolution in NHWC: the network in NCHW, and why in its details. */
+    snprintf(refused, sizeof refused, "; NHWC refused: %.170s", e->message);
+    err_clear(e);
+    s = plan_net(m, c, buckets, stream, 0, m->input.c, &g, e);
   }
-  int n = 0;
+  if (s != TTP_OK) return s;
+  int n = snprintf(g->details, sizeof g->details, "%s", g->ctx.nhwc ? "NHWC" : "NCHW");
   for (int i = 0; i < m->layer_count && n >= 0 && (size_t)n < sizeof g->details; i++)
     if (g->layers[i].algo[0])
-      n += snprintf(g->details + n, sizeof g->details - n, "%s%s: %s", n ? "; " : "",
-                    g->layers[i].l->name, g->layers[i].algo);
+      n += snprintf(g->details + n, sizeof g->details - n, "; %s: %s", g->layers[i].l->name,
+                    g->layers[i].algo);
+  if (n >= 0 && (size_t)n < sizeof g->details)
+    snprintf(g->details + n, sizeof g->details - n, "%s", refused);
   *out = g;
   return TTP_OK;
 }
@@ -216,6 +346,7 @@ static void cudnn_destroy(void* state) {
   free(g->order);
   model_plan_free(&g->plan);
   cudaFree(g->arena);
+  cudaFree(g->input);
   cudaFree(g->probs);
   destroy_context(&g->ctx);
   free(g);
@@ -276,13 +407,31 @@ static ttp_status to_host(gpu_context* ctx, const void* dev, size_t count, float
   return TTP_OK;
 }
 
+/* n rows of shape s from CHW into HWC order (to_nhwc) or back. */
+static void permute_rows(float* to, const float* from, size_t n, model_shape s, int to_nhwc) {
+  const size_t plane = (size_t)s.h * s.w, size = model_shape_size(s);
+  for (size_t r = 0; r < n; r++)
+    for (int c = 0; c < s.c; c++)
+      for (size_t i = 0; i < plane; i++) {
+        const size_t chw = r * size + c * plane + i, hwc = r * size + i * s.c + c;
+        to[to_nhwc ? hwc : chw] = from[to_nhwc ? chw : hwc];
+      }
+}
+
+/* In NHWC, the caller's CHW rows of in, and of out (between its guards) on the way back, are
+   reordered on the host; out's poison goes in as it is. */
 static ttp_status run_layer_on_device(layer_run* run, const model_layer* l, int n,
                                       const engine_config* c, int use_graph, const float* in,
                                       float* out, size_t guard, ttp_err* e) {
   gpu_buckets one = {1, {n}};
   engine_config single = *c;
   single.spec.copies = 1; /* rows = n */
-  TRY(plan_context(&run->ctx, &single, &one, n, run->ctx.stream, e));
+  /* NHWC in fp16 but for a convolution of channels cuDNN's NHWC kernels refuse (the engine pads
+     the network's input instead; a layer alone has no network) */
+  const int groups = l->op == MODEL_CONV && l->p.conv.groups ? l->p.conv.groups : 1;
+  const int nhwc = c->precision == TTP_PRECISION_FP16 &&
+                   (l->op != MODEL_CONV || l->in.c / groups % 8 == 0);
+  TRY(plan_context(&run->ctx, &single, &one, n, nhwc, run->ctx.stream, e));
   run->L.l = l;
   TRY(gpu_layer_plan(&run->ctx, &run->L, e));
   TRY(plan_workspaces(&run->ctx, e));
@@ -298,7 +447,14 @@ static ttp_status run_layer_on_device(layer_run* run, const model_layer* l, int 
   cudaError_t err = cudaMalloc(&dev_out, lead + n_out * run->ctx.elem);
   if (err != cudaSuccess) s = ERR(e, TTP_ERR_CUDA, "cudaMalloc: %s", cudaGetErrorString(err));
   void* mirror = (char*)dev_out + first; /* the device twin of the caller's out */
+  float* nhwc_in = NULL;
+  if (s == TTP_OK && run->ctx.nhwc) {
+    nhwc_in = malloc(n_in * sizeof *nhwc_in);
+    if (!nhwc_in) s = ERR_NOMEM(e, n_in * sizeof *nhwc_in);
+    else permute_rows(nhwc_in, in, (size_t)n, l->in, 1), in = nhwc_in;
+  }
   if (s == TTP_OK) s = gpu_upload(&run->ctx, in, n_in, dev_in, e);
+  free(nhwc_in);
   if (s == TTP_OK) s = gpu_upload(&run->ctx, out, n_out, mirror, e); /* poison and guards */
   run->in = dev_in;
   run->out = (char*)dev_out + lead;
@@ -312,6 +468,13 @@ static ttp_status run_layer_on_device(layer_run* run, const model_layer* l, int 
   if (s == TTP_OK) s = gpu_upload(&run->ctx, out, n_out, mirror, e);
   if (s == TTP_OK) s = graph_set_launch(&graphs, 0, 0, enqueue_layer, run, run->ctx.stream, e);
   if (s == TTP_OK) s = to_host(&run->ctx, mirror, n_out, out, e);
+  if (s == TTP_OK && run->ctx.nhwc) {
+    const size_t rows = n_out - 2 * guard;
+    float* chw = malloc(rows * sizeof *chw);
+    if (!chw) s = ERR_NOMEM(e, rows * sizeof *chw);
+    else permute_rows(chw, out + guard, (size_t)n, l->out, 0);
+    if (chw) memcpy(out + guard, chw, rows * sizeof *chw), free(chw);
+  }
   graph_set_destroy(&graphs);
   cudaFree(dev_in);
   cudaFree(dev_out);

@@ -16,14 +16,20 @@
    the number of rows n differs; the algorithm is one for all buckets. */
 typedef struct gpu_layer {
   const model_layer* l;
-  int skip;        /* a ReLU that runs in the epilogue of the fc layer it reads */
-  int fused_relu;  /* an fc layer whose epilogue also applies the ReLU that alone reads it */
-  int run_at;      /* the layer it runs with (model_plan_units): itself, or the ReLU it fuses */
+  int skip;        /* a ReLU or Add that runs in the epilogue of the fc or conv layer it reads */
+  int fused_relu;  /* an fc or conv layer that also applies the ReLU that alone reads it */
+  int run_at;      /* where it runs (model_plan_units): itself, or its unit's last layer */
   int explicit_pad;     /* conv: its uneven padding written out into the scratch buffer first */
+  int own;              /* conv: ttapipe's NHWC fp16 kernel (conv_kernels.h), not cuDNN's */
+  int residual;         /* conv: adds value z_value (a residual Add fused into it) */
+  int z_value;
   model_shape x_shape;  /* conv: the input cuDNN sees (padded when explicit_pad) */
+  int input_c;          /* conv: the channels its input holds, when more than its own (the
+                           network's input padded with zeros; 0: as the model says) */
   unsigned char spread[MODEL_MAX_INPUTS]; /* elementwise: how each input spreads (gpu_spread) */
-  void* weights;   /* device, in the engine's element type */
-  void* bias;
+  void* weights;   /* device, in the engine's element type (and layout: conv_kernels.h's for
+                      `own`, k x r x s x c for cuDNN in NHWC) */
+  void* bias;      /* the element type; fp32 for `own` */
   cudnnTensorDescriptor_t x[GPU_MAX_BUCKETS], y[GPU_MAX_BUCKETS];
   cudnnFilterDescriptor_t filter;
   cudnnConvolutionDescriptor_t conv;
@@ -42,6 +48,8 @@ typedef struct gpu_context {
   cublasLtHandle_t lt;
   cudaStream_t stream;          /* the compute stream: every layer runs on it */
   int half;                     /* fp16 storage */
+  int nhwc;                     /* activations NHWC (fp16: for the tensor cores), else NCHW */
+  cudnnTensorFormat_t format;   /* cuDNN's name for it */
   cudnnDataType_t dnn_type;     /* CUDNN_DATA_FLOAT or CUDNN_DATA_HALF */
   cudaDataType_t blas_type;     /* CUDA_R_32F or CUDA_R_16F */
   size_t elem;                  /* bytes per element */
@@ -70,6 +78,8 @@ typedef struct cudnn_net {
   int runs;         /* how many */
   model_plan plan;  /* each value's room in the arena, in floats of one row */
   void* arena;      /* the values: rows of the largest bucket x plan.arena elements */
+  int input_c;      /* the channels of the input value (m's, or in NHWC padded to 8) */
+  void* input;      /* the input value when padded; else it lies in the arena */
   float* probs;  /* fp16 only: the softmax output widened for the merge */
   char details[1400];
 } cudnn_net;

@@ -17,12 +17,41 @@ __device__ __forceinline__ float widen(__half v) { return __half2float(v); }
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
 
+// Where element (row, c, y, x) of a tensor of shape d lies, and the other way.
+__device__ __forceinline__ size_t index_of(const gpu_dims& d, size_t row, int c, int y, int x) {
+  return d.nhwc ? ((row * d.h + y) * d.w + x) * d.c + c : ((row * d.c + c) * d.h + y) * d.w + x;
+}
+struct coords {
+  size_t row;
+  int c, y, x;
+};
+__device__ __forceinline__ coords coords_of(const gpu_dims& d, size_t i) {
+  coords k;
+  if (d.nhwc) {
+    k.c = (int)(i % d.c), i /= d.c;
+    k.x = (int)(i % d.w), i /= d.w;
+    k.y = (int)(i % d.h), k.row = i / d.h;
+  } else {
+    k.x = (int)(i % d.w), i /= d.w;
+    k.y = (int)(i % d.h), i /= d.h;
+    k.c = (int)(i % d.c), k.row = i / d.c;
+  }
+  return k;
+}
+__device__ __forceinline__ int channel_of(const gpu_dims& d, size_t i) {
+  return (int)(d.nhwc ? i % d.c : i / ((size_t)d.h * d.w) % d.c);
+}
+
 template <typename T>
-__global__ void bias_kernel(T* __restrict__ x, const T* __restrict__ bias, size_t total,
-                            int channels, int plane) {
+__global__ void epilogue_kernel(T* __restrict__ x, const T* __restrict__ bias,
+                                const T* __restrict__ z, int relu, size_t total, gpu_dims d) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-       i += (size_t)gridDim.x * blockDim.x)
-    store(&x[i], widen(x[i]) + widen(bias[(i / plane) % channels]));
+       i += (size_t)gridDim.x * blockDim.x) {
+    float v = widen(x[i]);
+    if (bias) v += widen(bias[channel_of(d, i)]);
+    if (z) v += widen(z[i]);
+    store(&x[i], relu && v < 0.0f ? 0.0f : v);
+  }
 }
 
 template <typename From, typename To>
@@ -61,14 +90,14 @@ __global__ void pointwise_kernel(gpu_pointwise_op op, float a, float b, const T*
 
 template <typename T>
 __global__ void elementwise_kernel(gpu_binary_op op, gpu_operands x, T* out, size_t total,
-                                   int channels, int plane) {
-  const size_t per_row = (size_t)channels * plane;
+                                   gpu_dims d) {
+  const size_t per_row = (size_t)d.c * d.h * d.w;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
-    const size_t row = i / per_row, c = i / plane % channels;
+    const size_t row = i / per_row, c = channel_of(d, i);
     float acc = widen(static_cast<const T*>(x.in[0])[i]);
     for (int k = 1; k < x.count; k++) {
-      const size_t at = x.spread[k] == GPU_PER_CHANNEL ? row * channels + c
+      const size_t at = x.spread[k] == GPU_PER_CHANNEL ? row * d.c + c
                         : x.spread[k] == GPU_PER_ROW   ? row
                                                        : i;
       const float v = widen(static_cast<const T*>(x.in[k])[at]);
@@ -86,10 +115,10 @@ __global__ void elementwise_kernel(gpu_binary_op op, gpu_operands x, T* out, siz
 template <typename T>
 __global__ void channel_kernel(int prelu, const T* in, T* out, const float* __restrict__ scale,
                                const float* __restrict__ shift, int params, size_t total,
-                               int channels, int plane) {
+                               gpu_dims d) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
-    const int c = params == 1 ? 0 : (int)(i / plane % channels);
+    const int c = params == 1 ? 0 : channel_of(d, i);
     const float x = widen(in[i]);
     store(&out[i], prelu ? (x >= 0.0f || x != x ? x : scale[c] * x)
                          : x * scale[c] + (shift ? shift[c] : 0.0f));
@@ -102,12 +131,11 @@ __global__ void window_copy_kernel(const T* __restrict__ in, gpu_dims di, T* __r
                                    int step_h, int step_w, float value) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
-    const int x = (int)(i % d.w), y = (int)(i / d.w % d.h), c = (int)(i / d.w / d.h % d.c);
-    const size_t row = i / ((size_t)d.c * d.h * d.w);
-    const int ic = c + c_at, iy = y * step_h + y_at, ix = x * step_w + x_at;
+    const coords k = coords_of(d, i);
+    const int ic = k.c + c_at, iy = k.y * step_h + y_at, ix = k.x * step_w + x_at;
     const bool inside = ic >= 0 && ic < di.c && iy >= 0 && iy < di.h && ix >= 0 && ix < di.w;
     if (inside)
-      out[i] = in[((row * di.c + ic) * di.h + iy) * di.w + ix];
+      out[i] = in[index_of(di, k.row, ic, iy, ix)];
     else
       store(&out[i], value);
   }
@@ -115,14 +143,26 @@ __global__ void window_copy_kernel(const T* __restrict__ in, gpu_dims di, T* __r
 
 template <typename T>
 __global__ void shuffle_kernel(const T* __restrict__ in, T* __restrict__ out, size_t total,
-                               int channels, int plane, int groups) {
-  const int per_group = channels / groups;
+                               gpu_dims d, int groups) {
+  const int per_group = d.c / groups;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
-    const int oc = (int)(i / plane % channels);
-    const size_t row = i / plane / channels, at = i % plane;
-    const int ic = oc % groups * per_group + oc / groups;  // output j g + i reads i (C/g) + j
-    out[i] = in[(row * channels + ic) * plane + at];
+    const coords k = coords_of(d, i);
+    const int ic = k.c % groups * per_group + k.c / groups;  // output j g + i reads i (C/g) + j
+    out[i] = in[index_of(d, k.row, ic, k.y, k.x)];
+  }
+}
+
+template <typename T>
+__global__ void reorder_kernel(const T* __restrict__ in, gpu_dims di, T* __restrict__ out,
+                               gpu_dims d, size_t total) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const coords k = coords_of(d, i);
+    size_t chw = ((size_t)k.c * d.h + k.y) * d.w + k.x;  // its place in CHW order
+    const int ix = (int)(chw % di.w);
+    chw /= di.w;
+    out[i] = in[index_of(di, k.row, (int)(chw / di.h), (int)(chw % di.h), ix)];
   }
 }
 
@@ -131,17 +171,19 @@ __global__ void pool_kernel(int max, int count_pad, const T* __restrict__ in, gp
                             T* __restrict__ out, gpu_dims d, size_t total, gpu_window w) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
-    const int q = (int)(i % d.w), p = (int)(i / d.w % d.h);
-    const size_t plane_at = i / ((size_t)d.h * d.w);  // row x channels + channel
-    const T* plane = in + plane_at * di.h * di.w;
+    const coords k = coords_of(d, i);
+    const int p = k.y, q = k.x;
+    // the input's (row, channel) plane: element (r, s) at plane[r * pitch_h + s * pitch_w]
+    const T* plane = in + index_of(di, k.row, k.c, 0, 0);
+    const size_t pitch_w = di.nhwc ? di.c : 1, pitch_h = pitch_w * di.w;
     const int top = p * w.stride_h - w.pad_t, left = q * w.stride_w - w.pad_l;
     const int r0 = top < 0 ? 0 : top, r1 = top + w.r > di.h ? di.h : top + w.r;
     const int s0 = left < 0 ? 0 : left, s1 = left + w.s > di.w ? di.w : left + w.s;
     if (max) {
-      float m = widen(plane[r0 * di.w + s0]);
+      float m = widen(plane[r0 * pitch_h + s0 * pitch_w]);
       for (int r = r0; r < r1; r++)
         for (int s = s0; s < s1; s++) {
-          const float v = widen(plane[r * di.w + s]);
+          const float v = widen(plane[r * pitch_h + s * pitch_w]);
           if (v > m || v != v) m = v;
           if (m != m) r = r1, s = s1;  // a NaN wins
         }
@@ -149,7 +191,7 @@ __global__ void pool_kernel(int max, int count_pad, const T* __restrict__ in, gp
     } else {
       float sum = 0.0f;
       for (int r = r0; r < r1; r++)
-        for (int s = s0; s < s1; s++) sum += widen(plane[r * di.w + s]);
+        for (int s = s0; s < s1; s++) sum += widen(plane[r * pitch_h + s * pitch_w]);
       const int rows = (top + w.r > di.h + w.pad_b ? di.h + w.pad_b : top + w.r) - top;
       const int cols = (left + w.s > di.w + w.pad_r ? di.w + w.pad_r : left + w.s) - left;
       store(&out[i], sum / (float)(count_pad ? rows * cols : (r1 - r0) * (s1 - s0)));
@@ -165,16 +207,19 @@ ttp_status launched(const char* what, ttp_err* e) {
 
 }  // namespace
 
-extern "C" ttp_status gpu_bias_add(void* x, const void* bias, size_t n, int channels, int plane,
-                                   int half, cudaStream_t stream, ttp_err* e) {
-  size_t total = n * channels * plane;
+extern "C" ttp_status gpu_epilogue(void* x, const void* bias, const void* z, int relu,
+                                   size_t rows, gpu_dims d, int half, cudaStream_t stream,
+                                   ttp_err* e) {
+  const size_t total = rows * d.c * d.h * d.w;
   if (half)
-    bias_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
-        static_cast<__half*>(x), static_cast<const __half*>(bias), total, channels, plane);
+    epilogue_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<__half*>(x), static_cast<const __half*>(bias), static_cast<const __half*>(z),
+        relu, total, d);
   else
-    bias_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
-        static_cast<float*>(x), static_cast<const float*>(bias), total, channels, plane);
-  return launched("bias_kernel", e);
+    epilogue_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<float*>(x), static_cast<const float*>(bias), static_cast<const float*>(z),
+        relu, total, d);
+  return launched("epilogue_kernel", e);
 }
 
 extern "C" ttp_status gpu_pointwise(gpu_pointwise_op op, float a, float b, const void* in,
@@ -203,30 +248,30 @@ extern "C" ttp_status gpu_to_float(const void* in, float* out, size_t count, cud
 }
 
 extern "C" ttp_status gpu_elementwise(gpu_binary_op op, const gpu_operands* x, void* out,
-                                      size_t rows, int channels, int plane, int half,
-                                      cudaStream_t stream, ttp_err* e) {
-  const size_t total = rows * channels * plane;
+                                      size_t rows, gpu_dims d, int half, cudaStream_t stream,
+                                      ttp_err* e) {
+  const size_t total = rows * d.c * d.h * d.w;
   if (half)
     elementwise_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
-        op, *x, static_cast<__half*>(out), total, channels, plane);
+        op, *x, static_cast<__half*>(out), total, d);
   else
     elementwise_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
-        op, *x, static_cast<float*>(out), total, channels, plane);
+        op, *x, static_cast<float*>(out), total, d);
   return launched("elementwise_kernel", e);
 }
 
 extern "C" ttp_status gpu_channel_op(int prelu, const void* in, void* out, const float* scale,
-                                     const float* shift, int params, size_t rows, int channels,
-                                     int plane, int half, cudaStream_t stream, ttp_err* e) {
-  const size_t total = rows * channels * plane;
+                                     const float* shift, int params, size_t rows, gpu_dims d,
+                                     int half, cudaStream_t stream, ttp_err* e) {
+  const size_t total = rows * d.c * d.h * d.w;
   if (half)
     channel_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
         prelu, static_cast<const __half*>(in), static_cast<__half*>(out), scale, shift, params,
-        total, channels, plane);
+        total, d);
   else
     channel_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
         prelu, static_cast<const float*>(in), static_cast<float*>(out), scale, shift, params,
-        total, channels, plane);
+        total, d);
   return launched("channel_kernel", e);
 }
 
@@ -246,16 +291,28 @@ extern "C" ttp_status gpu_window_copy(const void* in, gpu_dims i, void* out, gpu
   return launched("window_copy_kernel", e);
 }
 
-extern "C" ttp_status gpu_shuffle(const void* in, void* out, size_t rows, int channels, int plane,
-                                  int groups, int half, cudaStream_t stream, ttp_err* e) {
-  const size_t total = rows * channels * plane;
+extern "C" ttp_status gpu_shuffle(const void* in, void* out, size_t rows, gpu_dims d, int groups,
+                                  int half, cudaStream_t stream, ttp_err* e) {
+  const size_t total = rows * d.c * d.h * d.w;
   if (half)
     shuffle_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
-        static_cast<const __half*>(in), static_cast<__half*>(out), total, channels, plane, groups);
+        static_cast<const __half*>(in), static_cast<__half*>(out), total, d, groups);
   else
     shuffle_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
-        static_cast<const float*>(in), static_cast<float*>(out), total, channels, plane, groups);
+        static_cast<const float*>(in), static_cast<float*>(out), total, d, groups);
   return launched("shuffle_kernel", e);
+}
+
+extern "C" ttp_status gpu_reorder(const void* in, gpu_dims i, void* out, gpu_dims o, size_t rows,
+                                  int half, cudaStream_t stream, ttp_err* e) {
+  const size_t total = rows * o.c * o.h * o.w;
+  if (half)
+    reorder_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<const __half*>(in), i, static_cast<__half*>(out), o, total);
+  else
+    reorder_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<const float*>(in), i, static_cast<float*>(out), o, total);
+  return launched("reorder_kernel", e);
 }
 
 extern "C" ttp_status gpu_pool(int max, int count_pad, const void* in, gpu_dims i, void* out,

@@ -17,10 +17,16 @@
 extern "C" {
 #endif
 
-/* x (n, channels, plane) NCHW, in place: x += bias[channel]. half: x and bias are fp16 (the sum
-   is taken in fp32 and rounded to nearest), else fp32. */
-ttp_status gpu_bias_add(void* x, const void* bias, size_t n, int channels, int plane, int half,
-                        cudaStream_t stream, ttp_err* e);
+/* A tensor's shape in one row, and its layout: NCHW (nhwc 0) or NHWC. */
+typedef struct gpu_dims {
+  int c, h, w, nhwc;
+} gpu_dims;
+
+/* x (rows x d), in place: x = x + bias[channel] (+ z, of x's shape) (ReLU'd when relu). bias:
+   NULL or d.c values, z: NULL or like x, both of x's type; the sum in fp32, rounded once. What
+   follows a convolution that does not apply them itself. */
+ttp_status gpu_epilogue(void* x, const void* bias, const void* z, int relu, size_t rows,
+                        gpu_dims d, int half, cudaStream_t stream, ttp_err* e);
 
 /* The pointwise activations, computed in fp32 (fp16 values widened, the result rounded to
    nearest); NaN propagates where the reference's does. in may equal out. */
@@ -42,8 +48,8 @@ ttp_status gpu_pointwise(gpu_pointwise_op op, float a, float b, const void* in, 
                          size_t count, int half, cudaStream_t stream, ttp_err* e);
 
 /* The elementwise layers: out = in[0] op in[1] (op ... in[count - 1] for GPU_ADD), over rows x
-   channels x plane values; an input after the first may hold one value a channel of each row
-   (per GPU_PER_CHANNEL) or one a row (GPU_PER_ROW), broadcast. */
+   d values; an input after the first may hold one value a channel of each row (per
+   GPU_PER_CHANNEL) or one a row (GPU_PER_ROW), broadcast. */
 enum { GPU_MAX_OPERANDS = 32 };
 typedef enum gpu_binary_op { GPU_ADD, GPU_SUB, GPU_MUL, GPU_DIV } gpu_binary_op;
 typedef enum gpu_spread { GPU_EVERY, GPU_PER_CHANNEL, GPU_PER_ROW } gpu_spread;
@@ -53,36 +59,38 @@ typedef struct gpu_operands {
   int count;
 } gpu_operands;
 ttp_status gpu_elementwise(gpu_binary_op op, const gpu_operands* x, void* out, size_t rows,
-                           int channels, int plane, int half, cudaStream_t stream, ttp_err* e);
+                           gpu_dims d, int half, cudaStream_t stream, ttp_err* e);
 
 /* Per channel c: out = in x scale[c] + shift[c] (affine), or out = in >= 0 ? in : scale[c] in
    (prelu; shift unused). scale and shift are fp32, `params` values each (1: the same for every
    channel; shift NULL: 0). in may equal out. */
 ttp_status gpu_channel_op(int prelu, const void* in, void* out, const float* scale,
-                          const float* shift, int params, size_t rows, int channels, int plane,
-                          int half, cudaStream_t stream, ttp_err* e);
+                          const float* shift, int params, size_t rows, gpu_dims d, int half,
+                          cudaStream_t stream, ttp_err* e);
 
-/* A tensor's shape in one row, and a window over it (cpu_maxpool's contract). */
-typedef struct gpu_dims {
-  int c, h, w;
-} gpu_dims;
+/* A window over a tensor (cpu_maxpool's contract). */
 typedef struct gpu_window {
   int r, s, stride_h, stride_w, pad_t, pad_l, pad_b, pad_r;
 } gpu_window;
 
 /* out (rows x o) from in (rows x i): out[c][y][x] = in[c + c_at][y step_h + y_at][x step_w +
    x_at], `value` where that lies outside in: a slice (offsets >= 0, steps) or a pad (offsets
-   <= 0, steps 1). */
+   <= 0, steps 1). i and o in the same layout. */
 ttp_status gpu_window_copy(const void* in, gpu_dims i, void* out, gpu_dims o, size_t rows,
                            int c_at, int y_at, int x_at, int step_h, int step_w, float value,
                            int half, cudaStream_t stream, ttp_err* e);
 
 /* Channel shuffle of `groups` groups (cpu_shuffle). */
-ttp_status gpu_shuffle(const void* in, void* out, size_t rows, int channels, int plane,
-                       int groups, int half, cudaStream_t stream, ttp_err* e);
+ttp_status gpu_shuffle(const void* in, void* out, size_t rows, gpu_dims d, int groups, int half,
+                       cudaStream_t stream, ttp_err* e);
+
+/* out (rows x o) = in (rows x i) value for value in CHW order (i and o hold as many): a
+   transpose between layouts (the same shape), a Reshape in NHWC (another shape), or both. */
+ttp_status gpu_reorder(const void* in, gpu_dims i, void* out, gpu_dims o, size_t rows, int half,
+                       cudaStream_t stream, ttp_err* e);
 
 /* Max (max) or average pooling of in (rows x i) over w into out (rows x o): cpu_maxpool's and
-   cpu_avgpool's contracts, the sum in fp32. */
+   cpu_avgpool's contracts, the sum in fp32. i and o in the same layout. */
 ttp_status gpu_pool(int max, int count_pad, const void* in, gpu_dims i, void* out, gpu_dims o,
                     size_t rows, gpu_window w, int half, cudaStream_t stream, ttp_err* e);
 

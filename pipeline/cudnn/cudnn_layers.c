@@ -36,11 +36,14 @@
 
 #include "cudnn_check.h"
 #include "cudnn_engine.h"
+#include "conv_kernels.h"
 #include "cudnn_kernels.h"
 
 static const float one = 1.0f, zero = 0.0f;
 
-static gpu_dims dims(model_shape s) { return (gpu_dims){s.c, s.h, s.w}; }
+static gpu_dims dims(const gpu_context* ctx, model_shape s) {
+  return (gpu_dims){s.c, s.h, s.w, ctx->nhwc};
+}
 
 /* cuDNN's descriptors of the layer's input (of shape in) and output for every bucket. */
 static ttp_status plan_tensors(gpu_context* ctx, gpu_layer* L, model_shape in, ttp_err* e) {
@@ -48,9 +51,9 @@ static ttp_status plan_tensors(gpu_context* ctx, gpu_layer* L, model_shape in, t
   for (int b = 0; b < ctx->buckets; b++) {
     CUDNN_TRY(e, cudnnCreateTensorDescriptor(&L->x[b]));
     CUDNN_TRY(e, cudnnCreateTensorDescriptor(&L->y[b]));
-    CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->x[b], CUDNN_TENSOR_NCHW, ctx->dnn_type,
+    CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->x[b], ctx->format, ctx->dnn_type,
                                             ctx->rows[b], in.c, in.h, in.w));
-    CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->y[b], CUDNN_TENSOR_NCHW, ctx->dnn_type,
+    CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->y[b], ctx->format, ctx->dnn_type,
                                             ctx->rows[b], l->out.c, l->out.h, l->out.w));
   }
   return TTP_OK;
@@ -103,10 +106,35 @@ static ttp_status upload_floats(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   return TTP_OK;
 }
 
-static ttp_status upload_weights(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
-  TRY(upload(ctx, L->l->weights, L->l->weight_count, &L->weights, e));
+/* The layer's weights (or `weights`, count of them: in another order, or padded) and bias. */
+static ttp_status upload_weights(gpu_context* ctx, gpu_layer* L, const float* weights,
+                                 size_t count, ttp_err* e) {
+  if (!weights) weights = L->l->weights, count = L->l->weight_count;
+  TRY(upload(ctx, weights, count, &L->weights, e));
   if (!L->l->bias) return TTP_OK;
   return upload(ctx, L->l->bias, L->l->bias_count, &L->bias, e);
+}
+
+/* The weights k x c x r x s in another order: r x s x c x k (pad < 0), or k x r x s x pad,
+   the channels past c zeros (pad >= c). A fully connected layer's out x (c x h x w) reads as
+   k = out, r = h, s = w: k x r x s x c is then its weights for an NHWC input. Returns NULL
+   (recorded) when out of memory. */
+static float* reordered(const model_layer* l, int k, int c, int r, int s, int pad, ttp_err* e) {
+  const size_t count = (size_t)k * (pad > c ? pad : c) * r * s;
+  float* to = calloc(count, sizeof *to);
+  if (!to) {
+    ERR_NOMEM(e, count * sizeof *to);
+    return NULL;
+  }
+  if (pad < 0) {
+    gpu_conv_weights(l->weights, k, c, r, s, to);
+    return to;
+  }
+  for (int o = 0; o < k; o++)
+    for (int i = 0; i < c; i++)
+      for (int a = 0; a < r * s; a++)
+        to[((size_t)o * r * s + a) * pad + i] = l->weights[((size_t)o * c + i) * r * s + a];
+  return to;
 }
 
 /* ---- conv ------------------------------------------------------------------------------------ */
@@ -189,9 +217,14 @@ static ttp_status find_conv_algo(gpu_context* ctx, gpu_layer* L, conv_choice* pi
   size_t workspace;
   for (int i = 0; i < found && !best; i++) /* sorted by time, or by the heuristic's rank */
     if (usable(ctx, L, &perf[i], &workspace)) best = &perf[i];
-  if (!best)
-    return ERR(e, TTP_ERR_CUDNN, "layer %s: no convolution algorithm serves every batch bucket",
-               l->name);
+  if (!best) { /* what cuDNN offered, for the message */
+    char offered[160] = "";
+    for (int i = 0, n = 0; i < found && i < 4 && n >= 0 && (size_t)n < sizeof offered; i++)
+      n += snprintf(offered + n, sizeof offered - n, "%s%d (%s, math %d)", i ? ", " : "",
+                    (int)perf[i].algo, cudnnGetErrorString(perf[i].status), (int)perf[i].mathType);
+    return ERR(e, TTP_ERR_CUDNN, "layer %s: no convolution algorithm serves every batch bucket "
+               "(cuDNN offered algorithms %s)", l->name, found ? offered : "none");
+  }
   const cudnnConvolutionFwdAlgoPerf_t* chosen = best;
   for (int i = 0; i < found && measure; i++)
     if (perf[i].time <= 1.1f * best->time && perf[i].algo < chosen->algo &&
@@ -200,6 +233,46 @@ static ttp_status find_conv_algo(gpu_context* ctx, gpu_layer* L, conv_choice* pi
   pick->algo = chosen->algo;
   pick->math = chosen->mathType;
   pick->ms = measure ? chosen->time : -1.0f; /* the heuristic times nothing */
+  return TTP_OK;
+}
+
+/* The convolution of n rows as conv_kernels.h reads it. */
+static gpu_conv_shape own_shape(const gpu_context* ctx, const gpu_layer* L, int n) {
+  (void)ctx;
+  const model_layer* l = L->l;
+  const model_window* w = &l->p.conv.w;
+  return (gpu_conv_shape){n, l->in.h, l->in.w, l->in.c, l->out.h, l->out.w, l->p.conv.k, w->r,
+                          w->s, w->stride_h, w->stride_w, w->pad_t, w->pad_l, w->dil_h, w->dil_w};
+}
+
+/* ttapipe's NHWC fp16 convolution (conv_kernels.h) where it is faster than cuDNN's, as
+   bench_conv_lab measured on ResNet-20's shapes (BENCHMARKS.md): 1x1 windows, and windows of
+   stride 1 over maps 32 or more columns wide; one group, no dilation. */
+static int own_conv_suits(const gpu_context* ctx, const gpu_layer* L) {
+  const model_layer* l = L->l;
+  const model_window* w = &l->p.conv.w;
+  if ((l->p.conv.groups > 1) || w->dil_h != 1 || w->dil_w != 1 || L->explicit_pad) return 0;
+  const gpu_conv_shape s = own_shape(ctx, L, ctx->rows[ctx->buckets - 1]);
+  const int suited = (w->r == 1 && w->s == 1) ||
+                     (w->stride_h == 1 && w->stride_w == 1 && l->out.w >= 32);
+  return suited && gpu_conv_nhwc_takes(&s);
+}
+
+static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  const model_layer* l = L->l;
+  float* rsck = reordered(l, l->p.conv.k, l->in.c, l->p.conv.w.r, l->p.conv.w.s, -1, e);
+  if (!rsck) return TTP_ERR_OUT_OF_MEMORY;
+  ttp_status s = upload(ctx, rsck, l->weight_count, &L->weights, e);
+  free(rsck);
+  TRY(s);
+  if (l->bias) { /* the kernel adds the bias in fp32 */
+    TRY(gpu_alloc(&L->bias, l->bias_count * sizeof(float), "a layer's bias", e));
+    CUDA_TRY(e, cudaMemcpyAsync(L->bias, l->bias, l->bias_count * sizeof(float),
+                                cudaMemcpyHostToDevice, ctx->stream));
+    CUDA_TRY(e, cudaStreamSynchronize(ctx->stream));
+  }
+  snprintf(L->algo, sizeof L->algo, "ttapipe's NHWC fp16 convolution%s%s",
+           L->residual ? " + residual" : "", L->fused_relu ? " + ReLU" : "");
   return TTP_OK;
 }
 
@@ -212,6 +285,7 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
      nothing. */
   L->explicit_pad = w->pad_t != w->pad_b || w->pad_l != w->pad_r;
   L->x_shape = l->in;
+  if (L->input_c) L->x_shape.c = L->input_c; /* zero channels past the model's: zero weights */
   int pad_h = w->pad_t, pad_w = w->pad_l;
   if (L->explicit_pad) {
     L->x_shape.h += w->pad_t + w->pad_b, L->x_shape.w += w->pad_l + w->pad_r;
@@ -220,11 +294,19 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
                         ctx->elem;
     if (need > ctx->scratch_size) ctx->scratch_size = need;
   }
+  L->own = ctx->nhwc && own_conv_suits(ctx, L);
+  if (L->own) return own_conv_plan(ctx, L, e);
   TRY(plan_tensors(ctx, L, L->x_shape, e));
-  TRY(upload_weights(ctx, L, e));
+  float* krsc = NULL;
+  const int c = L->x_shape.c / groups;
+  if (ctx->nhwc && !(krsc = reordered(l, l->p.conv.k, l->in.c / groups, w->r, w->s, c, e)))
+    return TTP_ERR_OUT_OF_MEMORY;
+  ttp_status up = upload_weights(ctx, L, krsc, (size_t)l->p.conv.k * c * w->r * w->s, e);
+  free(krsc);
+  TRY(up);
   CUDNN_TRY(e, cudnnCreateFilterDescriptor(&L->filter));
-  CUDNN_TRY(e, cudnnSetFilter4dDescriptor(L->filter, ctx->dnn_type, CUDNN_TENSOR_NCHW, l->p.conv.k,
-                                          l->in.c / groups, w->r, w->s));
+  CUDNN_TRY(e, cudnnSetFilter4dDescriptor(L->filter, ctx->dnn_type, ctx->format, l->p.conv.k, c,
+                                          w->r, w->s));
   CUDNN_TRY(e, cudnnCreateConvolutionDescriptor(&L->conv));
   CUDNN_TRY(e, cudnnSetConvolution2dDescriptor(L->conv, pad_h, pad_w, w->stride_h, w->stride_w,
                                                w->dil_h, w->dil_w, CUDNN_CROSS_CORRELATION,
@@ -270,28 +352,35 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
                      pick.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
   char timed[48] = "cuDNN's heuristic, not timed";
   if (pick.ms >= 0) snprintf(timed, sizeof timed, "%.3f ms at %d rows", pick.ms, ctx->canonical_rows);
-  snprintf(L->algo, sizeof L->algo, "%s%s, %s%s",
+  snprintf(L->algo, sizeof L->algo, "%s%s, %s%s%s%s",
            (unsigned)pick.algo < sizeof conv_algo_names / sizeof *conv_algo_names
                ? conv_algo_names[pick.algo] : "algorithm ?",
-           tensor_cores ? " (tensor cores)" : "", timed, note);
+           tensor_cores ? " (tensor cores)" : "", timed, note,
+           L->residual ? ", + residual" : "", L->fused_relu ? ", + ReLU" : "");
   return TTP_OK;
 }
 
+/* in[1]: the residual z when L->residual. */
 static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
                                const void* const* in, void* out, ttp_err* e) {
   const model_layer* l = L->l;
   const void* x = in[0];
+  const void* z = L->residual ? in[1] : NULL;
+  if (L->own) {
+    const gpu_conv_shape s = own_shape(ctx, L, ctx->rows[b]);
+    return gpu_conv_nhwc(x, L->weights, L->bias, z, out, &s, L->fused_relu, ctx->stream, e);
+  }
   if (L->explicit_pad) {
     const model_window* w = &l->p.conv.w;
-    TRY(gpu_window_copy(x, dims(l->in), ctx->scratch, dims(L->x_shape), (size_t)ctx->rows[b], 0,
+    TRY(gpu_window_copy(x, dims(ctx, l->in), ctx->scratch, dims(ctx, L->x_shape), (size_t)ctx->rows[b], 0,
                         -w->pad_t, -w->pad_l, 1, 1, 0.0f, ctx->half, ctx->stream, e));
     x = ctx->scratch;
   }
   CUDNN_TRY(e, cudnnConvolutionForward(ctx->dnn, &one, L->x[b], x, L->filter, L->weights, L->conv,
                                        L->conv_algo, ctx->conv_workspace,
                                        ctx->conv_workspace_size, &zero, L->y[b], out));
-  if (!L->bias) return TTP_OK;
-  return gpu_bias_add(out, L->bias, (size_t)ctx->rows[b], l->out.c, l->out.h * l->out.w,
+  if (!L->bias && !z && !L->fused_relu) return TTP_OK;
+  return gpu_epilogue(out, L->bias, z, L->fused_relu, (size_t)ctx->rows[b], dims(ctx, l->out),
                       ctx->half, ctx->stream, e);
 }
 
@@ -309,13 +398,13 @@ static ttp_status pool_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
   const model_window* w = &l->p.pool.w;
   const gpu_window win = {w->r, w->s, w->stride_h, w->stride_w, w->pad_t, w->pad_l, w->pad_b,
                           w->pad_r};
-  return gpu_pool(l->op == MODEL_MAXPOOL, l->p.pool.count_pad, in[0], dims(l->in), out,
-                  dims(l->out), (size_t)ctx->rows[b], win, ctx->half, ctx->stream, e);
+  return gpu_pool(l->op == MODEL_MAXPOOL, l->p.pool.count_pad, in[0], dims(ctx, l->in), out,
+                  dims(ctx, l->out), (size_t)ctx->rows[b], win, ctx->half, ctx->stream, e);
 }
 
 static ttp_status pointwise_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   (void)ctx, (void)e;
-  snprintf(L->algo, sizeof L->algo, L->skip ? "in the fc epilogue" : "ttapipe's pointwise kernel");
+  snprintf(L->algo, sizeof L->algo, "ttapipe's pointwise kernel");
   return TTP_OK;
 }
 
@@ -368,8 +457,8 @@ static ttp_status elementwise_enqueue(const gpu_context* ctx, const gpu_layer* L
   for (int k = 0; k < l->input_count; k++) x.in[k] = in[k], x.spread[k] = L->spread[k];
   const gpu_binary_op op = l->op == MODEL_ADD ? GPU_ADD : l->op == MODEL_SUB ? GPU_SUB
                            : l->op == MODEL_MUL ? GPU_MUL : GPU_DIV;
-  return gpu_elementwise(op, &x, out, (size_t)ctx->rows[b], l->out.c, l->out.h * l->out.w,
-                         ctx->half, ctx->stream, e);
+  return gpu_elementwise(op, &x, out, (size_t)ctx->rows[b], dims(ctx, l->out), ctx->half,
+                         ctx->stream, e);
 }
 
 static ttp_status channel_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
@@ -381,19 +470,23 @@ static ttp_status channel_enqueue(const gpu_context* ctx, const gpu_layer* L, in
                                   const void* const* in, void* out, ttp_err* e) {
   const model_layer* l = L->l;
   return gpu_channel_op(l->op == MODEL_PRELU, in[0], out, L->weights, L->bias,
-                        (int)l->weight_count, (size_t)ctx->rows[b], l->out.c,
-                        l->out.h * l->out.w, ctx->half, ctx->stream, e);
+                        (int)l->weight_count, (size_t)ctx->rows[b], dims(ctx, l->out), ctx->half,
+                        ctx->stream, e);
 }
 
-/* Each input's rows into its channels of every output row: one strided copy an input. */
+/* Each input's channels into theirs of every output row (NCHW) or pixel (NHWC): one strided
+   copy an input. */
 static ttp_status concat_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
                                  const void* const* in, void* out, ttp_err* e) {
   const model_layer* l = L->l;
-  const size_t plane = (size_t)l->out.h * l->out.w * ctx->elem, row = l->out.c * plane;
+  const size_t plane = (size_t)l->out.h * l->out.w;
+  const size_t unit = ctx->nhwc ? ctx->elem : plane * ctx->elem;   /* a channel's bytes */
+  const size_t lines = ctx->nhwc ? ctx->rows[b] * plane : (size_t)ctx->rows[b];
+  const size_t line = l->out.c * unit;
   size_t at = 0;
   for (int k = 0; k < l->input_count; k++) {
-    const size_t part = model_value_shape(ctx->m, l->inputs[k]).c * plane;
-    CUDA_TRY(e, cudaMemcpy2DAsync((char*)out + at, row, in[k], part, part, (size_t)ctx->rows[b],
+    const size_t part = model_value_shape(ctx->m, l->inputs[k]).c * unit;
+    CUDA_TRY(e, cudaMemcpy2DAsync((char*)out + at, line, in[k], part, part, lines,
                                   cudaMemcpyDeviceToDevice, ctx->stream));
     at += part;
   }
@@ -403,7 +496,7 @@ static ttp_status concat_enqueue(const gpu_context* ctx, const gpu_layer* L, int
 static ttp_status slice_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
                                 const void* const* in, void* out, ttp_err* e) {
   const model_layer* l = L->l;
-  return gpu_window_copy(in[0], dims(l->in), out, dims(l->out), (size_t)ctx->rows[b],
+  return gpu_window_copy(in[0], dims(ctx, l->in), out, dims(ctx, l->out), (size_t)ctx->rows[b],
                          l->p.slice.c0, l->p.slice.h0, l->p.slice.w0, l->p.slice.step_h,
                          l->p.slice.step_w, 0.0f, ctx->half, ctx->stream, e);
 }
@@ -411,7 +504,7 @@ static ttp_status slice_enqueue(const gpu_context* ctx, const gpu_layer* L, int 
 static ttp_status pad_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
                               const void* const* in, void* out, ttp_err* e) {
   const model_layer* l = L->l;
-  return gpu_window_copy(in[0], dims(l->in), out, dims(l->out), (size_t)ctx->rows[b],
+  return gpu_window_copy(in[0], dims(ctx, l->in), out, dims(ctx, l->out), (size_t)ctx->rows[b],
                          -l->p.pad.c0, -l->p.pad.h0, -l->p.pad.w0, 1, 1, l->p.pad.value,
                          ctx->half, ctx->stream, e);
 }
@@ -419,13 +512,18 @@ static ttp_status pad_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
 static ttp_status shuffle_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
                                   const void* const* in, void* out, ttp_err* e) {
   const model_layer* l = L->l;
-  return gpu_shuffle(in[0], out, (size_t)ctx->rows[b], l->in.c, l->in.h * l->in.w,
-                     l->p.shuffle.groups, ctx->half, ctx->stream, e);
+  return gpu_shuffle(in[0], out, (size_t)ctx->rows[b], dims(ctx, l->in), l->p.shuffle.groups,
+                     ctx->half, ctx->stream, e);
 }
 
-/* The same values in the same order (CHW), read as another shape. */
+/* The same values in the same order (CHW), read as another shape: a copy, or in NHWC where
+   either shape has more than one pixel, a reordering. */
 static ttp_status reshape_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
                                   const void* const* in, void* out, ttp_err* e) {
+  const model_layer* l = L->l;
+  if (ctx->nhwc && (l->in.h * l->in.w > 1 || l->out.h * l->out.w > 1))
+    return gpu_reorder(in[0], dims(ctx, l->in), out, dims(ctx, l->out), (size_t)ctx->rows[b],
+                       ctx->half, ctx->stream, e);
   CUDA_TRY(e, cudaMemcpyAsync(out, in[0],
                               (size_t)ctx->rows[b] * model_shape_size(L->l->in) * ctx->elem,
                               cudaMemcpyDeviceToDevice, ctx->stream));
@@ -525,7 +623,13 @@ static ttp_status pick_gemm_algo(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
 static ttp_status fc_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   const model_layer* l = L->l;
   int in = (int)model_shape_size(l->in), out = l->p.fc.out;
-  TRY(upload_weights(ctx, L, e));
+  float* nhwc = NULL; /* an NHWC input of more than one pixel reads the weights in HWC order */
+  if (ctx->nhwc && l->in.h * l->in.w > 1 &&
+      !(nhwc = reordered(l, out, l->in.c, l->in.h, l->in.w, l->in.c, e)))
+    return TTP_ERR_OUT_OF_MEMORY;
+  ttp_status up = upload_weights(ctx, L, nhwc, l->weight_count, e);
+  free(nhwc);
+  TRY(up);
   CUBLAS_TRY(e, cublasLtMatmulDescCreate(&L->matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t transpose = CUBLAS_OP_T;
   TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose, e));
