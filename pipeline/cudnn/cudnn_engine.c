@@ -102,7 +102,7 @@ static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, 
 
 /* Whether fp16 runs m in NHWC, which cuDNN's tensor-core convolutions want: where every
    convolution has a multiple of 8 channels a group, but those reading the network's input,
-   which then holds *input_c channels, its own rounded up to 8 with zeros (the augmentation's
+   which then holds *input_c channels, its own rounded up to 16 with zeros (the augmentation's
    copies of 1 or 3 channels), when only such convolutions (of one group, even padding) read it.
    Else NCHW, as in fp32. */
 static int nhwc_suits(const model* m, int* input_c) {
@@ -125,7 +125,7 @@ static int nhwc_suits(const model* m, int* input_c) {
   }
   if (m->input.c % 8 == 0) return 1;
   if (!only_convs) return 0;
-  *input_c = (m->input.c + 7) / 8 * 8;
+  *input_c = (m->input.c + 15) / 16 * 16; /* cuDNN refused 8 (NOT_SUPPORTED); 16 suits ours */
   return 1;
 }
 
@@ -265,8 +265,9 @@ static ttp_status plan_layers(cudnn_net* g, ttp_err* e) {
   if (g->input_c != m->input.c) {
     TRY(gpu_alloc(&g->input, rows * g->input_c * m->input.h * m->input.w * g->ctx.elem,
                   "the copies, their channels padded", e));
-    for (int i = 0; i < m->layer_count; i++)
-      if (m->layers[i].op == MODEL_CONV) g->layers[i].input_c = g->input_c; /* all read it */
+    for (int i = 0; i < m->layer_count; i++) /* the convolutions reading it (nhwc_suits) */
+      if (m->layers[i].op == MODEL_CONV && m->layers[i].inputs[0] == 0)
+        g->layers[i].input_c = g->input_c;
   }
   for (int i = 0; i < m->layer_count; i++)
     if (!g->layers[i].skip) TRY(gpu_layer_plan(&g->ctx, &g->layers[i], e));
@@ -320,18 +321,16 @@ static ttp_status cudnn_plan(const model* m, const engine_config* c, const gpu_b
   ttp_status s = plan_net(m, c, buckets, stream, nhwc, input_c, &g, e);
   if (s == TTP_ERR_CUDNN && nhwc) {
     /* cuDNN refused a convolution in NHWC: the network in NCHW, and why in its details. */
-    snprintf(refused, sizeof refused, "; NHWC refused: %.170s", e->message);
+    snprintf(refused, sizeof refused, " (NHWC refused: %.170s)", e->message);
     err_clear(e);
     s = plan_net(m, c, buckets, stream, 0, m->input.c, &g, e);
   }
   if (s != TTP_OK) return s;
-  int n = snprintf(g->details, sizeof g->details, "%s", g->ctx.nhwc ? "NHWC" : "NCHW");
+  int n = snprintf(g->details, sizeof g->details, "%s%s", g->ctx.nhwc ? "NHWC" : "NCHW", refused);
   for (int i = 0; i < m->layer_count && n >= 0 && (size_t)n < sizeof g->details; i++)
     if (g->layers[i].algo[0])
       n += snprintf(g->details + n, sizeof g->details - n, "; %s: %s", g->layers[i].l->name,
                     g->layers[i].algo);
-  if (n >= 0 && (size_t)n < sizeof g->details)
-    snprintf(g->details + n, sizeof g->details - n, "%s", refused);
   *out = g;
   return TTP_OK;
 }

@@ -78,7 +78,7 @@ typedef struct cudnn_net {
   int runs;         /* how many */
   model_plan plan;  /* each value's room in the arena, in floats of one row */
   void* arena;      /* the values: rows of the largest bucket x plan.arena elements */
-  int input_c;      /* the channels of the input value (m's, or in NHWC padded to 8) */
+  int input_c;      /* the channels of the input value (m's, or in NHWC padded to 16) */
   void* input;      /* the input value when padded; else it lies in the arena */
   float* probs;  /* fp16 only: the softmax output widened for the merge */
   char details[1400];

@@ -115,20 +115,19 @@ static ttp_status upload_weights(gpu_context* ctx, gpu_layer* L, const float* we
   return upload(ctx, L->l->bias, L->l->bias_count, &L->bias, e);
 }
 
-/* The weights k x c x r x s in another order: r x s x c x k (pad < 0), or k x r x s x pad,
-   the channels past c zeros (pad >= c). A fully connected layer's out x (c x h x w) reads as
-   k = out, r = h, s = w: k x r x s x c is then its weights for an NHWC input. Returns NULL
-   (recorded) when out of memory. */
+/* The weights k x c x r x s as k x r x s x pad, the channels past c zeros (pad >= c). A fully
+   connected layer's out x (c x h x w) reads as k = out, r = h, s = w: k x r x s x c is then its
+   weights for an NHWC input. Returns NULL (recorded) when out of memory. */
 static float* reordered(const model_layer* l, int k, int c, int r, int s, int pad, ttp_err* e) {
-  const size_t count = (size_t)k * (pad > c ? pad : c) * r * s;
+  if (pad < c) {
+    ERR(e, TTP_ERR_INTERNAL, "layer %s: %d channels padded to %d", l->name, c, pad);
+    return NULL;
+  }
+  const size_t count = (size_t)k * pad * r * s;
   float* to = calloc(count, sizeof *to);
   if (!to) {
     ERR_NOMEM(e, count * sizeof *to);
     return NULL;
-  }
-  if (pad < 0) {
-    gpu_conv_weights(l->weights, k, c, r, s, to);
-    return to;
   }
   for (int o = 0; o < k; o++)
     for (int i = 0; i < c; i++)
@@ -153,7 +152,7 @@ static const char* const conv_algo_names[] = {
    TTP_PLAN_HEURISTIC the pick is the first of those in cuDNN's heuristic ranking: nothing runs,
    and every process on the same device and cuDNN picks the same. */
 typedef struct conv_choice {
-  int key[18];
+  int key[18]; /* the device, the layout, the precision, the canonical rows, the shapes */
   cudnnConvolutionFwdAlgo_t algo;
   cudnnMathType_t math;
   float ms;
@@ -195,10 +194,10 @@ static ttp_status find_conv_algo(gpu_context* ctx, gpu_layer* L, conv_choice* pi
   cudnnStatus_t st = cudnnCreateTensorDescriptor(&x);
   if (st == CUDNN_STATUS_SUCCESS) st = cudnnCreateTensorDescriptor(&y);
   if (st == CUDNN_STATUS_SUCCESS)
-    st = cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, ctx->dnn_type, ctx->canonical_rows,
+    st = cudnnSetTensor4dDescriptor(x, ctx->format, ctx->dnn_type, ctx->canonical_rows,
                                     L->x_shape.c, L->x_shape.h, L->x_shape.w);
   if (st == CUDNN_STATUS_SUCCESS)
-    st = cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, ctx->dnn_type, ctx->canonical_rows,
+    st = cudnnSetTensor4dDescriptor(y, ctx->format, ctx->dnn_type, ctx->canonical_rows,
                                     l->out.c, l->out.h, l->out.w);
   const int measure = ctx->plan == TTP_PLAN_MEASURE;
   const char* call = measure ? "cudnnFindConvolutionForwardAlgorithm"
@@ -241,7 +240,7 @@ static gpu_conv_shape own_shape(const gpu_context* ctx, const gpu_layer* L, int 
   (void)ctx;
   const model_layer* l = L->l;
   const model_window* w = &l->p.conv.w;
-  return (gpu_conv_shape){n, l->in.h, l->in.w, l->in.c, l->out.h, l->out.w, l->p.conv.k, w->r,
+  return (gpu_conv_shape){n, l->in.h, l->in.w, L->x_shape.c, l->out.h, l->out.w, l->p.conv.k, w->r,
                           w->s, w->stride_h, w->stride_w, w->pad_t, w->pad_l, w->dil_h, w->dil_w};
 }
 
@@ -260,9 +259,21 @@ static int own_conv_suits(const gpu_context* ctx, const gpu_layer* L) {
 
 static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   const model_layer* l = L->l;
-  float* rsck = reordered(l, l->p.conv.k, l->in.c, l->p.conv.w.r, l->p.conv.w.s, -1, e);
-  if (!rsck) return TTP_ERR_OUT_OF_MEMORY;
-  ttp_status s = upload(ctx, rsck, l->weight_count, &L->weights, e);
+  const int k = l->p.conv.k, c = L->x_shape.c, r = l->p.conv.w.r, t = l->p.conv.w.s;
+  const size_t count = (size_t)k * c * r * t;
+  /* k x c x r x s, the channels past the model's zeros, then conv_kernels.h's r x s x c x k */
+  float* padded = calloc(count, sizeof *padded);
+  float* rsck = malloc(count * sizeof *rsck);
+  if (!padded || !rsck) {
+    free(padded), free(rsck);
+    return ERR_NOMEM(e, 2 * count * sizeof *rsck);
+  }
+  for (int o = 0; o < k; o++)
+    memcpy(padded + (size_t)o * c * r * t, l->weights + (size_t)o * l->in.c * r * t,
+           (size_t)l->in.c * r * t * sizeof *padded);
+  gpu_conv_weights(padded, k, c, r, t, rsck);
+  free(padded);
+  ttp_status s = upload(ctx, rsck, count, &L->weights, e);
   free(rsck);
   TRY(s);
   if (l->bias) { /* the kernel adds the bias in fp32 */
@@ -300,7 +311,7 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   float* krsc = NULL;
   const int c = L->x_shape.c / groups;
   if (ctx->nhwc && !(krsc = reordered(l, l->p.conv.k, l->in.c / groups, w->r, w->s, c, e)))
-    return TTP_ERR_OUT_OF_MEMORY;
+    return e->status; /* recorded by reordered */
   ttp_status up = upload_weights(ctx, L, krsc, (size_t)l->p.conv.k * c * w->r * w->s, e);
   free(krsc);
   TRY(up);
@@ -315,8 +326,9 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   /* fp32 stays on FMA math: cuDNN's default math would allow TF32 on this hardware. */
   CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, ctx->half ? CUDNN_TENSOR_OP_MATH
                                                               : CUDNN_FMA_MATH));
-  conv_choice pick = {.key = {ctx->choice_device, ctx->half, ctx->canonical_rows, L->x_shape.c,
-                              L->x_shape.h, L->x_shape.w, l->p.conv.k, w->r, w->s, w->stride_h,
+  conv_choice pick = {.key = {ctx->choice_device, ctx->nhwc, ctx->half, ctx->canonical_rows,
+                              L->x_shape.c, L->x_shape.h, L->x_shape.w, l->p.conv.k, w->r, w->s,
+                              w->stride_h,
                               w->stride_w, pad_h, pad_w, w->dil_h, w->dil_w, groups}};
   ttp_status s = TTP_OK;
   int remembered = 0;
@@ -626,7 +638,7 @@ static ttp_status fc_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   float* nhwc = NULL; /* an NHWC input of more than one pixel reads the weights in HWC order */
   if (ctx->nhwc && l->in.h * l->in.w > 1 &&
       !(nhwc = reordered(l, out, l->in.c, l->in.h, l->in.w, l->in.c, e)))
-    return TTP_ERR_OUT_OF_MEMORY;
+    return e->status; /* recorded by reordered */
   ttp_status up = upload_weights(ctx, L, nhwc, l->weight_count, e);
   free(nhwc);
   TRY(up);
