@@ -3,16 +3,21 @@
    B x N copies of a batch.
 
    Shapes: a batch is B images (a bucket of the runner); each becomes N copies, so n = B x N rows
-   go through the network, NCHW. The model may be any graph (model.h): each layer reads its
-   input values from the arena and writes its own there.
+   go through the network. The model may be any graph (model.h): each layer reads its input
+   values from the arena and writes its own there. Layout: NCHW in fp32; NHWC in fp16 where
+   cuDNN takes every convolution so (nhwc_suits; the input's channels padded to 16), which the
+   tensor cores and ttapipe's convolution (conv_kernels.h) want, else NCHW.
 
    Plan (cudnn_plan), where every allocation and synchronisation happens: cuDNN and cuBLASLt
    handles on the runner's compute stream; which layers run together (an fc and the ReLU that
-   alone reads it: one GEMM with a ReLU epilogue); the arena (model_plan_units: a value's room
-   reused once its last reader has run); each layer planned for every bucket; the workspaces.
+   alone reads it: one GEMM with a ReLU epilogue; a convolution and the residual Add and ReLU
+   that alone read it: one epilogue); the arena (model_plan_units: a value's room reused once
+   its last reader has run); each layer planned for every bucket; the workspaces. Where cuDNN
+   refuses a convolution in NHWC the plan starts again in NCHW, and the details say why.
    Enqueue (cudnn_enqueue), the body of every graph, launches only:
-     augment kernel (device input -> copies, value 0) -> each layer in order
-     -> [fp16: widen the probabilities] -> merge kernel (-> device output: one record per image).
+     augment kernel (device input -> copies; NHWC: reordered into value 0) -> each unit in
+     order -> [fp16: widen the probabilities] -> merge kernel (-> device output: one record per
+     image).
 
    Memory: n_max x the plan's arena (ttp_model_info.activation_bytes per copy in fp32, half that
    in fp16). */
