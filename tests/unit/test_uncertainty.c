@@ -8,7 +8,8 @@
      own softmax (ttp_inspect_copies): H(mean of copies) - mean H(copy) within 2e-5, and the
      share of copies whose most probable class is the result's, exactly;
    - a temperature T: each merged vector is T = 1's raised to 1/T and normalised (within 1e-6),
-     the class and the spread the same bits, the probability the class's new value;
+     the class and the spread the same bits, the probability the class's new value (the
+     sanitized build, TEST_FULL 0, leaves out T = 0.4: 12 pipelines opened instead of 18);
    - refusals: no uncertainty array; a temperature out of 0.01..100;
    - the files path: during ttp_classify_files' callback, ttp_file_uncertainty gives each of 29
      PNG files the bits ttp_classify_uncertainty gives its decoded pixels (5 copies, T = 2.5),
@@ -143,7 +144,7 @@ int main(void) {
     for (int m = 0; m < 3; m++) {
       ttp_result at_one[IMAGES];
       float merged_one[IMAGES * CLASSES];
-      for (int t = 0; t < 3; t++) {
+      for (int t = 0; t < (TEST_FULL ? 3 : 2); t++) {
         ttp_tta tta;
         ttp_tta_init(&tta);
         tta.copies = copies, tta.merge = merges[m], tta.temperature = temperatures[t];
@@ -210,7 +211,7 @@ int main(void) {
         ttp_close(p);
       }
     }
-  CHECK(checked == 2 * 3 * 2 * IMAGES, "%d tempered images checked", checked);
+  CHECK(checked == 2 * 3 * (TEST_FULL ? 2 : 1) * IMAGES, "%d tempered images checked", checked);
   /* Out of range. */
   for (int k = 0; k < 2; k++) {
     ttp_tta tta;
