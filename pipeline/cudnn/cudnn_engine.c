@@ -162,7 +162,7 @@ static ttp_status plan_workspaces(gpu_context* ctx, ttp_err* e) {
   if (ctx->conv_workspace_size)
     TRY(gpu_alloc(&ctx->conv_workspace, ctx->conv_workspace_size, "the convolutions' workspace", e));
   if (ctx->scratch_size)
-    TRY(gpu_alloc(&ctx->scratch, ctx->scratch_size, "the padded inputs", e));
+    TRY(gpu_alloc(&ctx->scratch, ctx->scratch_size, "the scratch buffer", e));
   TRY(gpu_alloc(&ctx->gemm_workspace, ctx->gemm_workspace_size, "the GEMMs' workspace", e));
   return TTP_OK;
 }

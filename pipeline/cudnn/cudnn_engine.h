@@ -63,7 +63,9 @@ typedef struct gpu_context {
   size_t conv_workspace_size;
   void* gemm_workspace;
   size_t gemm_workspace_size;
-  void* scratch;                /* a padded input (gpu_layer.explicit_pad); sized at plan */
+  void* scratch;                /* a padded input (gpu_layer.explicit_pad); in NHWC also the
+                                   augmentation's NCHW copies and the last value reordered to
+                                   NCHW; sized at plan */
   size_t scratch_size;
 } gpu_context;
 
