@@ -170,10 +170,13 @@ extern "C" ttp_status gpu_conv_nhwc(const void* x, const void* weights, const fl
   return TTP_OK;
 }
 
-extern "C" void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, float* rsck) {
+extern "C" void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp,
+                                 float* rsck) {
+  for (size_t i = 0; i < (size_t)r * s * cp * k; i++) rsck[i] = 0.0f;
   for (int o = 0; o < k; o++)
     for (int i = 0; i < c; i++)
       for (int a = 0; a < r; a++)
         for (int b = 0; b < s; b++)
-          rsck[(((size_t)a * s + b) * c + i) * k + o] = kcrs[(((size_t)o * c + i) * r + a) * s + b];
+          rsck[(((size_t)a * s + b) * cp + i) * k + o] =
+              kcrs[(((size_t)o * c + i) * r + a) * s + b];
 }

@@ -33,9 +33,10 @@ ttp_status gpu_conv_nhwc(const void* x, const void* weights, const float* bias, 
                          void* y, const gpu_conv_shape* s, int relu, cudaStream_t stream,
                          ttp_err* e);
 
-/* The model's weights k x c x r x s (floats) into r x s x c x k, the layout gpu_conv_nhwc reads
-   (host to host; the caller converts to fp16). */
-void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, float* rsck);
+/* The model's weights k x c x r x s (floats) into r x s x cp x k, the layout gpu_conv_nhwc reads
+   for an input of cp >= c channels, those past c zeros (host to host; the caller converts to
+   fp16). */
+void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp, float* rsck);
 
 #ifdef __cplusplus
 }

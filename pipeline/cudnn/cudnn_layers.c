@@ -91,19 +91,23 @@ static ttp_status upload(gpu_context* ctx, const float* host, size_t count, void
   return gpu_upload(ctx, host, count, *out, e);
 }
 
-/* The same in fp32 whatever the engine's precision: the per-channel parameters of an affine
-   or a PReLU, which the kernels read as floats. */
-static ttp_status upload_floats(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
-  const size_t counts[2] = {L->l->weight_count, L->l->bias ? L->l->bias_count : 0};
-  const float* from[2] = {L->l->weights, L->l->bias};
-  void** to[2] = {&L->weights, &L->bias};
-  for (int k = 0; k < 2 && counts[k]; k++) {
-    TRY(gpu_alloc(to[k], counts[k] * sizeof(float), "a layer's parameters", e));
-    CUDA_TRY(e, cudaMemcpyAsync(*to[k], from[k], counts[k] * sizeof(float),
-                                cudaMemcpyHostToDevice, ctx->stream));
-  }
+/* count host floats into a new device buffer *out in fp32, whatever the engine's precision:
+   what the kernels read as floats (an affine's or a PReLU's parameters, the bias of ttapipe's
+   convolution). Returns when the data is there. */
+static ttp_status upload_fp32(gpu_context* ctx, const float* host, size_t count, void** out,
+                              ttp_err* e) {
+  TRY(gpu_alloc(out, count * sizeof(float), "a layer's parameters", e));
+  CUDA_TRY(e, cudaMemcpyAsync(*out, host, count * sizeof(float), cudaMemcpyHostToDevice,
+                              ctx->stream));
   CUDA_TRY(e, cudaStreamSynchronize(ctx->stream));
   return TTP_OK;
+}
+
+/* The layer's weights and bias (if any) in fp32 (upload_fp32). */
+static ttp_status upload_floats(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  TRY(upload_fp32(ctx, L->l->weights, L->l->weight_count, &L->weights, e));
+  if (!L->l->bias) return TTP_OK;
+  return upload_fp32(ctx, L->l->bias, L->l->bias_count, &L->bias, e);
 }
 
 /* The layer's weights (or `weights`, count of them: in another order, or padded) and bias. */
@@ -261,27 +265,13 @@ static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   const model_layer* l = L->l;
   const int k = l->p.conv.k, c = L->x_shape.c, r = l->p.conv.w.r, t = l->p.conv.w.s;
   const size_t count = (size_t)k * c * r * t;
-  /* k x c x r x s, the channels past the model's zeros, then conv_kernels.h's r x s x c x k */
-  float* padded = calloc(count, sizeof *padded);
   float* rsck = malloc(count * sizeof *rsck);
-  if (!padded || !rsck) {
-    free(padded), free(rsck);
-    return ERR_NOMEM(e, 2 * count * sizeof *rsck);
-  }
-  for (int o = 0; o < k; o++)
-    memcpy(padded + (size_t)o * c * r * t, l->weights + (size_t)o * l->in.c * r * t,
-           (size_t)l->in.c * r * t * sizeof *padded);
-  gpu_conv_weights(padded, k, c, r, t, rsck);
-  free(padded);
+  if (!rsck) return ERR_NOMEM(e, count * sizeof *rsck);
+  gpu_conv_weights(l->weights, k, l->in.c, r, t, c, rsck); /* the channels past the model's: 0 */
   ttp_status s = upload(ctx, rsck, count, &L->weights, e);
   free(rsck);
   TRY(s);
-  if (l->bias) { /* the kernel adds the bias in fp32 */
-    TRY(gpu_alloc(&L->bias, l->bias_count * sizeof(float), "a layer's bias", e));
-    CUDA_TRY(e, cudaMemcpyAsync(L->bias, l->bias, l->bias_count * sizeof(float),
-                                cudaMemcpyHostToDevice, ctx->stream));
-    CUDA_TRY(e, cudaStreamSynchronize(ctx->stream));
-  }
+  if (l->bias) TRY(upload_fp32(ctx, l->bias, l->bias_count, &L->bias, e)); /* added in fp32 */
   snprintf(L->algo, sizeof L->algo, "ttapipe's NHWC fp16 convolution%s%s",
            L->residual ? " + residual" : "", L->fused_relu ? " + ReLU" : "");
   return TTP_OK;

@@ -107,7 +107,7 @@ struct problem {
     bias.resize(s.k);
     for (float& b : bias) b = uniform(-0.3f, 0.3f);
     std::vector<float> rsck(w.value.size());
-    gpu_conv_weights(w.value.data(), s.k, s.c, s.r, s.s, rsck.data());
+    gpu_conv_weights(w.value.data(), s.k, s.c, s.r, s.s, s.c, rsck.data());
     std::vector<__half> rsck_half(rsck.size());
     for (size_t i = 0; i < rsck.size(); i++) rsck_half[i] = __float2half_rn(rsck[i]);
     CHECK_CUDA(cudaMalloc(&w_rsck, rsck.size() * sizeof(__half)));
