@@ -79,6 +79,9 @@ static int split(const char* text, char* copy, size_t size, const char** items, 
 }
 
 /* The CPU engines: one precision (fp32), no graphs. */
+/* The GPUs behind each pipeline: --batch is each one's batch. */
+static size_t gpu_count(const bench* b) { return b->device_count > 1 ? (size_t)b->device_count : 1; }
+
 static int host_engine(const char* name) { return !strcmp(name, "cpu") || !strcmp(name, "onednn"); }
 
 /* The name of the engine p opened (its description's first word), as cli_engine_names spells
@@ -142,7 +145,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
     {
       int replays = b->iterations > 0 ? (int)b->iterations : 50;
       /* Several GPUs: each its batch, replayed at once. */
-      const size_t images = (size_t)batch * (size_t)(b->device_count > 1 ? b->device_count : 1);
+      const size_t images = (size_t)batch * gpu_count(b);
       if (ttp_bench_device(p, b->pool, images, b->warmup > 0 ? b->warmup : 1, lat) != TTP_OK)
         rc = 1; /* an engine without a device: skipped */
       double start = cli_now();
@@ -176,12 +179,13 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
       lat[n++] = 1e3 * (cli_now() - t);
       offset += (size_t)batch;
     }
-    /* throughput: many batches per call, profiled. Up to 16, so that the streaming core
+    /* throughput: many batches per call, profiled. Up to 16 a GPU, so that the streaming core
        overlaps their copies and compute, as long as a call takes at most an eighth of the
-       phase (one batch of a slow engine may take seconds). */
+       phase (one batch of a slow engine may take seconds); the same number for every GPU, so
+       that none idles while another runs the call's odd batch. */
     double p50 = n ? quantile(lat, n, 0.5) : 0;
     size_t batches = p50 > 0 ? (size_t)(1e3 * budget / 8 / p50) : 16;
-    batches = batches < 1 ? 1 : batches > 16 ? 16 : batches;
+    batches = (batches < 1 ? 1 : batches > 16 ? 16 : batches) * gpu_count(b);
     size_t per_call = (size_t)batch * batches;
     if (per_call > b->pool_count) per_call = b->pool_count - b->pool_count % (size_t)batch;
     ttp_set_profiling(p, 1);
@@ -323,7 +327,8 @@ static int run_bench(const cli_args* a) {
   }
   b.pixels = (size_t)in_c * in_h * in_w;
   /* The images: an IDX file cycled to fill the pool, or random bytes. */
-  size_t pool = (size_t)largest * 16 > 4096 ? (size_t)largest * 16 : 4096;
+  size_t pool = (size_t)largest * 16 * gpu_count(&b);
+  if (pool < 4096) pool = 4096;
   uint8_t* images = malloc(pool * b.pixels);
   b.results = malloc(pool * sizeof *b.results);
   if (!images || !b.results) return cli_fail("out of memory");
