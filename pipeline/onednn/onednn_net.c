@@ -195,10 +195,36 @@ static ttp_status net_primitive(onednn_net* net, dnnl_primitive_desc_t pd, dnnl_
   return TTP_OK;
 }
 
-/* pd of an operation descriptor under attr (NULL: none). */
+/* Whether oneDNN's implementation `name` gives a row the same bits whatever the rows and the
+   threads (seen on AVX2): its 1x1 convolutions ("jit_1x1:avx2") split their sums by heuristics
+   of both, where the direct ones do not; and "simple_nchw" poolings, offered at some batch sizes
+   and not others, average a window in another order than "ref" does. */
+static int row_invariant(const char* name) {
+  return strncmp(name, "jit_1x1", 7) != 0 && strncmp(name, "simple_nchw", 11) != 0 &&
+         !strstr(name, "gemm");
+}
+
+/* pd of an operation descriptor under attr (NULL: none): oneDNN's first implementation that is
+   row_invariant, else its first. */
 static ttp_status net_pd(onednn_net* net, const_dnnl_op_desc_t desc,
                          const_dnnl_primitive_attr_t attr, dnnl_primitive_desc_t* pd, ttp_err* e) {
-  DNNL_TRY(e, dnnl_primitive_desc_create(pd, desc, attr, net->ctx->engine, NULL));
+  dnnl_primitive_desc_iterator_t it;
+  DNNL_TRY(e, dnnl_primitive_desc_iterator_create(&it, desc, attr, net->ctx->engine, NULL));
+  *pd = NULL;
+  do {
+    dnnl_primitive_desc_t candidate = dnnl_primitive_desc_iterator_fetch(it);
+    const char* name = "";
+    if (candidate) dnnl_primitive_desc_query(candidate, dnnl_query_impl_info_str, 0, &name);
+    if (candidate && row_invariant(name)) {
+      if (*pd) dnnl_primitive_desc_destroy(*pd);
+      *pd = candidate;
+      break;
+    }
+    if (candidate && !*pd) *pd = candidate; /* the first, kept unless a later one suits */
+    else if (candidate) dnnl_primitive_desc_destroy(candidate);
+  } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+  dnnl_primitive_desc_iterator_destroy(it);
+  if (!*pd) return ERR(e, TTP_ERR_INTERNAL, "oneDNN offered no implementation");
   return TTP_OK;
 }
 
@@ -576,16 +602,23 @@ static ttp_status plan_weighted(planner* pl, int i, ttp_err* e) {
                            : ERR(e, TTP_ERR_INTERNAL, "layer %s: convolution: %s", l->name,
                                  onednn_status_name(s));
   } else {
+    /* A convolution whose window is the whole input: oneDNN's inner product (a GEMM) sums a
+       row's products in an order that depends on the rows it is given and on the threads (seen
+       on AVX2), its direct convolution does not. Its output in the layout it chooses, then
+       plain rows (rows x out x 1 x 1: an nc matrix's bytes). */
     dnnl_dims_t w_dims = {outs, l->in.c, l->in.h, l->in.w};
-    dnnl_dims_t dst_dims = {net->rows, outs};
+    dnnl_dims_t dst_dims = {net->rows, outs, 1, 1};
+    dnnl_dims_t ones = {1, 1}, zeros = {0, 0};
     dnnl_memory_desc_init_by_tag(&w, 4, w_dims, dnnl_f32, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&user_w, 4, w_dims, dnnl_f32, dnnl_oihw);
-    dnnl_memory_desc_init_by_tag(&dst, 2, dst_dims, dnnl_f32, dnnl_nc);
-    dnnl_inner_product_desc_t desc;
-    dnnl_status_t s = dnnl_inner_product_forward_desc_init(&desc, dnnl_forward_inference, &src,
-                                                           &w, bias ? &b : NULL, &dst);
+    dnnl_memory_desc_init_by_tag(&dst, 4, dst_dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_convolution_desc_t desc;
+    dnnl_status_t s = dnnl_convolution_forward_desc_init(&desc, dnnl_forward_inference,
+                                                         dnnl_convolution_direct, &src, &w,
+                                                         bias ? &b : NULL, &dst, ones, zeros,
+                                                         zeros);
     st = s == dnnl_success ? pd_with(net, &desc, &f, NULL, &pd, e)
-                           : ERR(e, TTP_ERR_INTERNAL, "layer %s: inner product: %s", l->name,
+                           : ERR(e, TTP_ERR_INTERNAL, "layer %s: fully connected: %s", l->name,
                                  onednn_status_name(s));
   }
   dnnl_primitive_t p = NULL;
@@ -611,10 +644,15 @@ static ttp_status plan_weighted(planner* pl, int i, ttp_err* e) {
   dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_DST, dst_m},
                             {DNNL_ARG_BIAS, b_m}};
   TRY(net_add_step(net, p, b_m ? 4 : 3, args, e));
-  if (!conv) {
-    dnnl_memory_desc_t view;
-    plain_desc(&view, net->rows, l->out);
-    TRY(net_memory_on(net, &view, buffer_of(net, dst_m), &dst_m, e));
+  if (!conv) { /* seen from here on as rows x out x 1 x 1 in plain rows */
+    dnnl_memory_desc_t plain;
+    plain_desc(&plain, net->rows, l->out);
+    if (!dnnl_memory_desc_equal(&plain, &mds.dst)) {
+      dnnl_memory_t rows;
+      TRY(net_memory_new(net, &plain, &rows, e));
+      TRY(net_reorder(net, dst_m, rows, e));
+      dst_m = rows;
+    }
   }
   fusion_done(pl, i, &f, dst_m);
   return TTP_OK;
@@ -864,7 +902,9 @@ static ttp_status plan_prelu(planner* pl, int i, ttp_err* e) {
   return TTP_OK;
 }
 
-/* Concatenation of the channels: oneDNN's, from each input's layout into the one it chooses. */
+/* Concatenation of the channels: oneDNN's, from each input's layout into plain rows (left to
+   choose, it took another layout at a few rows than at many, and the layers after it other
+   implementations with other bits). */
 static ttp_status plan_concat(planner* pl, int i, ttp_err* e) {
   onednn_net* net = pl->net;
   const model_layer* l = &pl->m->layers[i];
@@ -875,8 +915,7 @@ static ttp_status plan_concat(planner* pl, int i, ttp_err* e) {
     srcs[k] = *memory_desc(in);
     args[k] = (dnnl_exec_arg_t){DNNL_ARG_MULTIPLE_SRC + k, in};
   }
-  dnnl_dims_t dims = {net->rows, l->out.c, l->out.h, l->out.w};
-  dnnl_memory_desc_init_by_tag(&dst, 4, dims, dnnl_f32, dnnl_format_tag_any);
+  plain_desc(&dst, net->rows, l->out);
   dnnl_primitive_desc_t pd;
   DNNL_TRY(e, dnnl_concat_primitive_desc_create(&pd, &dst, l->input_count, 1, srcs, NULL,
                                                 net->ctx->engine));
