@@ -38,6 +38,22 @@ const char* ttp_status_string(ttp_status s) {
   return "unknown status";
 }
 
+static const char* const precision_names[] = {"fp32", "fp16", "tf32"};
+enum { PRECISIONS = (int)(sizeof precision_names / sizeof *precision_names) };
+
+const char* ttp_precision_name(ttp_precision p) {
+  return (unsigned)p < PRECISIONS ? precision_names[p] : NULL;
+}
+
+ttp_status ttp_precision_from_name(const char* name, ttp_precision* p) {
+  for (int i = 0; name && p && i < PRECISIONS; i++)
+    if (strcmp(name, precision_names[i]) == 0) {
+      *p = (ttp_precision)i;
+      return TTP_OK;
+    }
+  return TTP_ERR_INVALID_ARGUMENT;
+}
+
 /* ---- options and lifecycle --------------------------------------------------------------- */
 
 void ttp_options_init(ttp_options* o) {
@@ -75,7 +91,7 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
                "benchmark now (tests/bench/naive.c)");
   if (o->engine != TTP_ENGINE_AUTO && !engine_find(o->engine))
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown engine %d", (int)o->engine);
-  if (o->precision != TTP_PRECISION_FP32 && o->precision != TTP_PRECISION_FP16)
+  if (!ttp_precision_name(o->precision))
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)o->precision);
   if (o->max_batch < 1 || o->max_batch > MAX_BATCH_LIMIT)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "max_batch must be 1..%d, not %d",

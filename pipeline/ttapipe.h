@@ -232,10 +232,22 @@ typedef enum ttp_engine {
 
 typedef enum ttp_precision {
   TTP_PRECISION_FP32 = 0, /* fp32 storage and arithmetic throughout (no TF32) */
-  TTP_PRECISION_FP16 = 1  /* fp16 storage of weights and activations; convolutions and fully
+  TTP_PRECISION_FP16 = 1, /* fp16 storage of weights and activations; convolutions and fully
                              connected layers on tensor cores with fp32 accumulation; pooling,
                              LRN, softmax computed in fp32 by cuDNN; the merge in double */
+  TTP_PRECISION_TF32 = 2  /* the cudnn engine only: fp32 storage; convolutions and fully
+                             connected layers on tensor cores in TF32 (each product's operands
+                             rounded to 10 bits of mantissa, as fp16 has), fp32 accumulation;
+                             everything else fp32 */
+  /* Appended, never reordered. */
 } ttp_precision;
+
+/* "fp32", "fp16", "tf32": the name the command and the Python package use; static text, NULL
+   for a value that is no precision. */
+const char* ttp_precision_name(ttp_precision p);
+/* The precision of that name into *p. Returns TTP_OK, or TTP_ERR_INVALID_ARGUMENT for a name
+   that is none (*p unchanged). */
+ttp_status ttp_precision_from_name(const char* name, ttp_precision* p);
 
 /* How a call waits for its GPU batches (ttp_options.wait). Measured on an H100 (BENCHMARKS.md,
    "The latency path"): for a call of one image, polling and CUDA's own wait are within 2 us of

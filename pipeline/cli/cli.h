@@ -17,7 +17,8 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
                           "or one a channel (default: the model's own, else 0)"},              \
       {"std", "S[,S,S]", "input scaling's std, given with --mean (default: the model's, else 1)"}, \
       {"engine", "NAME", "auto|cpu|cudnn|fused (default auto: the best that runs the model)"},      \
-      {"precision", "P", "fp32|fp16: the GPU engine's precision (default fp32)"},             \
+      {"precision", "P", "fp32|fp16|tf32: the GPU engine's precision (default fp32; tf32: "   \
+                         "cudnn only)"},                                                      \
       {"batch", "B", "images per GPU batch, 1..65536 (default 1024)"},                        \
       {"slots", "K", "pinned transfer slots of the GPU engine, 2..16 (default 3; classify 8)"}, \
       {"no-graph", NULL, "launch each GPU batch eagerly instead of replaying a CUDA Graph"},  \
@@ -70,6 +71,10 @@ extern const char* const cli_engine_names[];
 extern const ttp_engine cli_engine_ids[];
 /* The engine named `name` (not "auto") into *id; 0 if there is none of that name. */
 int cli_engine_id(const char* name, ttp_engine* id);
+
+/* --precision (one of ttp_precision_name's names) into *p, left as it is when not given.
+   Returns CLI_EXIT_OK or a usage error. */
+int cli_get_precision(const cli_args* a, ttp_precision* p);
 
 /* --devices: "all" (every GPU this process sees) or D,D,... (up to 8), into devices[0..*count);
    *count 0 when not given. Returns CLI_EXIT_OK or a usage error. */

@@ -20,7 +20,8 @@ static const cli_option bench_options[] = {
     {"images", "FILE", "an IDX image file to cycle through (default: random images)"},
     {"engine", "LIST", "engines, comma-separated: auto,cpu,onednn,cudnn,fused (default auto: "
                        "each row names the engine auto opened)"},
-    {"precision", "LIST", "fp32,fp16 (default fp32; the CPU engines are fp32 only)"},
+    {"precision", "LIST", "fp32,fp16,tf32 (default fp32; the CPU engines are fp32 only, tf32 is "
+                          "cudnn's)"},
     {"batch", "LIST", "batch sizes (default 1,64,1024)"},
     {"tta", "LIST", "TTA copies per image (default 5, or the policy's)"},
     {"tta-policy", "FILE", "the augmentation from a policy file (README: TTA policies); --tta "
@@ -107,7 +108,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   ttp_options_init(&o);
   o.model_dir = b->model;
   if (strcmp(engine, "auto")) cli_engine_id(engine, &o.engine); /* run_bench checked it */
-  o.precision = strcmp(precision, "fp16") == 0 ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
+  ttp_precision_from_name(precision, &o.precision); /* run_bench checked it */
   o.max_batch = batch;
   o.slots = b->slots;
   o.device = b->device;
@@ -288,7 +289,7 @@ static int run_bench(const cli_args* a) {
       return cli_usage_error(a->command, "--engine: unknown engine '%s'", engines[i]);
   }
   for (int i = 0; i < np; i++)
-    if (strcmp(precisions[i], "fp32") && strcmp(precisions[i], "fp16"))
+    if (ttp_precision_from_name(precisions[i], &(ttp_precision){0}) != TTP_OK)
       return cli_usage_error(a->command, "--precision: unknown precision '%s'", precisions[i]);
   for (int i = 0; i < ng; i++)
     if (strcmp(graphs[i], "on") && strcmp(graphs[i], "off"))

@@ -124,6 +124,17 @@ int cli_get_devices(const cli_args* a, int* devices, int* count) {
   }
 }
 
+int cli_get_precision(const cli_args* a, ttp_precision* p) {
+  const char* names[8];
+  int count = 0, index = (int)*p;
+  while (count < 7 && ttp_precision_name((ttp_precision)count))
+    names[count] = ttp_precision_name((ttp_precision)count), count++;
+  names[count] = NULL;
+  const int rc = cli_get_choice(a, "precision", names, &index);
+  *p = (ttp_precision)index;
+  return rc;
+}
+
 /* cli_open_pipeline, with the augmentation `given` instead of the arguments' when given is not
    NULL. */
 static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
@@ -131,13 +142,12 @@ static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_
                          ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
-  static const char* const precisions[] = {"fp32", "fp16", NULL};
-  int engine = 0, precision = 0, wait = 0, plan = (int)default_plan;
+  int engine = 0, wait = 0, plan = (int)default_plan;
   long threads = 0, batch = o.max_batch, slots = default_slots ? default_slots : o.slots;
   long device = default_device;
   int devices[8], device_count, rc;
   if ((rc = cli_require(a, "model", &o.model_dir)) || (rc = cli_get_choice(a, "engine", cli_engine_names, &engine)) ||
-      (rc = cli_get_choice(a, "precision", precisions, &precision)) ||
+      (rc = cli_get_precision(a, &o.precision)) ||
       (rc = cli_get_choice(a, "wait", cli_wait_names, &wait)) ||
       (rc = cli_get_choice(a, "plan", cli_plan_names, &plan)) ||
       (rc = cli_get_long(a, "batch", 1, 65536, &batch)) || (rc = cli_get_long(a, "slots", 2, 16, &slots)) ||
@@ -147,7 +157,6 @@ static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_
     return rc;
   if (given) *tta = *given;
   o.engine = cli_engine_ids[engine];
-  o.precision = precision ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
   o.max_batch = (int)batch;
   o.slots = (int)slots;
   o.device = (int)device;

@@ -13,6 +13,7 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 
+#include "conv_epilogue.cuh"
 #include "conv_kernels.h"
 
 namespace {
@@ -117,17 +118,7 @@ __global__ void __launch_bounds__(kThreads) conv_nhwc_kernel(
 #pragma unroll
     for (int u = 0; u < 8; u++) sum[u] = out[i * op + kk + u] + (bias ? bias[k0 + kk + u] : 0.0f);
     const long long at = (((long long)image * s.p + p) * s.q + q) * s.k + k0 + kk;
-    if (z) {
-      const uint4 zv = __ldg(reinterpret_cast<const uint4*>(z + at));
-      const __half* zh = reinterpret_cast<const __half*>(&zv);
-#pragma unroll
-      for (int u = 0; u < 8; u++) sum[u] += __half2float(zh[u]);
-    }
-    uint4 result;
-    __half* rh = reinterpret_cast<__half*>(&result);
-#pragma unroll
-    for (int u = 0; u < 8; u++) rh[u] = __float2half_rn(relu && sum[u] < 0.0f ? 0.0f : sum[u]);
-    *reinterpret_cast<uint4*>(y + at) = result;
+    conv_epilogue8(sum, z, y, at, relu);
   }
 }
 

@@ -75,12 +75,9 @@ static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, 
   void* copies = g->ctx.nhwc ? g->ctx.scratch : value_at(g, 0, bucket);
   TRY(aug_launch(&g->cfg.spec, dev_in, images, m->input.c, m->input.h, m->input.w,
                  g->ctx.half ? AUG_OUT_HALF : AUG_OUT_FLOAT, copies, stream, e));
-  if (g->ctx.nhwc) { /* into NHWC, and the channels past the input's zeros */
-    const model_shape x = m->input;
-    const gpu_dims from = {x.c, x.h, x.w, 0}, to = {g->input_c, x.h, x.w, 1};
-    TRY(gpu_window_copy(copies, from, value_at(g, 0, bucket), to, rows, 0, 0, 0, 1, 1, 0.0f,
-                        g->ctx.half, stream, e));
-  }
+  if (g->ctx.nhwc) /* into NHWC (fp16 alone runs so), and the channels past the input's zeros */
+    TRY(gpu_to_nhwc_padded(copies, m->input.c, m->input.h, m->input.w, value_at(g, 0, bucket),
+                           g->input_c, rows, stream, e));
   for (int r = 0; r < g->runs; r++) {
     const gpu_layer* L = &g->layers[g->order[r]];
     const void* in[MODEL_MAX_INPUTS + 1];
@@ -106,7 +103,8 @@ static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, 
 /* ---- plan ----------------------------------------------------------------------------------- */
 
 /* Whether fp16 runs m in NHWC, which cuDNN's tensor-core convolutions want: where every
-   convolution has a multiple of 8 channels a group, but those reading the network's input,
+   convolution has a multiple of 8 channels a group or is a depthwise one that ttapipe's kernel
+   runs (gpu_depthwise_suits), but those reading the network's input,
    which then holds *input_c channels, its own rounded up to 16 with zeros (the augmentation's
    copies of 1 or 3 channels), when only such convolutions (of one group, even padding) read it.
    Else NCHW, as in fp32. */
@@ -125,7 +123,7 @@ static int nhwc_suits(const model* m, int* input_c) {
     const int groups = l->p.conv.groups ? l->p.conv.groups : 1;
     if (reads_input)
       only_convs &= groups == 1 && w->pad_t == w->pad_b && w->pad_l == w->pad_r;
-    else if (l->in.c / groups % 8)
+    else if (l->in.c / groups % 8 && !gpu_depthwise_suits(l))
       return 0;
   }
   if (m->input.c % 8 == 0) return 1;
@@ -140,7 +138,9 @@ static ttp_status plan_context(gpu_context* ctx, const engine_config* c, const g
   ctx->stream = stream;
   ctx->device = c->device;
   ctx->choice_device = c->choice_device;
+  ctx->precision = c->precision;
   ctx->half = c->precision == TTP_PRECISION_FP16;
+  ctx->tensor_cores = ctx->half || c->precision == TTP_PRECISION_TF32;
   ctx->nhwc = nhwc;
   ctx->format = ctx->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   ctx->plan = c->plan;
@@ -357,8 +357,10 @@ static void cudnn_destroy(void* state) {
 }
 
 static const char* cudnn_precision(void* state) {
-  return ((cudnn_net*)state)->ctx.half ? "fp16 storage, tensor cores, fp32 accumulation"
-                                       : "fp32 (FMA, no TF32)";
+  const gpu_context* ctx = &((cudnn_net*)state)->ctx;
+  return ctx->half           ? "fp16 storage, tensor cores, fp32 accumulation"
+         : ctx->tensor_cores ? "fp32 storage, TF32 tensor cores, fp32 accumulation"
+                             : "fp32 (FMA, no TF32)";
 }
 
 static const char* cudnn_details(void* state) { return ((cudnn_net*)state)->details; }
@@ -434,7 +436,7 @@ static ttp_status run_layer_on_device(layer_run* run, const model_layer* l, int 
      the network's input instead; a layer alone has no network) */
   const int groups = l->op == MODEL_CONV && l->p.conv.groups ? l->p.conv.groups : 1;
   const int nhwc = c->precision == TTP_PRECISION_FP16 &&
-                   (l->op != MODEL_CONV || l->in.c / groups % 8 == 0);
+                   (l->op != MODEL_CONV || l->in.c / groups % 8 == 0 || gpu_depthwise_suits(l));
   TRY(plan_context(&run->ctx, &single, &one, n, nhwc, run->ctx.stream, e));
   run->L.l = l;
   TRY(gpu_layer_plan(&run->ctx, &run->L, e));

@@ -21,6 +21,7 @@ typedef struct gpu_layer {
   int run_at;      /* where it runs (model_plan_units): itself, or its unit's last layer */
   int explicit_pad;     /* conv: its uneven padding written out into the scratch buffer first */
   int own;              /* conv: ttapipe's NHWC fp16 kernel (conv_kernels.h), not cuDNN's */
+  int depthwise;        /* conv: ttapipe's NHWC fp16 depthwise kernel (depthwise_kernel.h) */
   int residual;         /* conv: adds value z_value (a residual Add fused into it) */
   int z_value;
   model_shape x_shape;  /* conv: the input cuDNN sees (padded when explicit_pad) */
@@ -35,6 +36,9 @@ typedef struct gpu_layer {
   cudnnConvolutionDescriptor_t conv;
   cudnnConvolutionFwdAlgo_t conv_algo;
   cudnnLRNDescriptor_t lrn;
+  int fused_epilogue;   /* conv on cuDNN: bias, residual and ReLU in its fused call */
+  cudnnTensorDescriptor_t bias_desc;
+  cudnnActivationDescriptor_t act;
   cublasLtMatmulDesc_t matmul;
   cublasLtMatrixLayout_t a, b[GPU_MAX_BUCKETS], d[GPU_MAX_BUCKETS];
   cublasLtMatmulAlgo_t gemm_algo;
@@ -47,7 +51,9 @@ typedef struct gpu_context {
   cudnnHandle_t dnn;
   cublasLtHandle_t lt;
   cudaStream_t stream;          /* the compute stream: every layer runs on it */
+  ttp_precision precision;
   int half;                     /* fp16 storage */
+  int tensor_cores;             /* convolutions on the tensor cores: fp16, or tf32's fp32 */
   int nhwc;                     /* activations NHWC (fp16: for the tensor cores), else NCHW */
   cudnnTensorFormat_t format;   /* cuDNN's name for it */
   cudnnDataType_t dnn_type;     /* CUDNN_DATA_FLOAT or CUDNN_DATA_HALF */
@@ -91,6 +97,10 @@ extern const gpu_network_ops cudnn_network;
 int cudnn_supports(const model_layer* l, const engine_config* c, char* why, size_t n);
 ttp_status cudnn_run_layer(const model_layer* l, int n, const engine_config* c, int use_graph,
                            const float* in, float* out, size_t guard, ttp_err* e);
+
+/* Whether convolution l is one filter a channel that ttapipe's NHWC fp16 depthwise kernel
+   runs (depthwise_kernel.h), where cuDNN takes grouped convolutions in NCHW alone. */
+int gpu_depthwise_suits(const model_layer* l);
 
 /* Plans layer L (descriptors for every bucket, the algorithm, device weights) and raises
    ctx->conv_workspace_size to what it needs. The workspaces are allocated after every layer is

@@ -166,6 +166,24 @@ __global__ void reorder_kernel(const T* __restrict__ in, gpu_dims di, T* __restr
   }
 }
 
+// A thread a pixel: its c values from the c planes of its row (NCHW), its cp channels written
+// 8 at a time (16-byte stores), those past c zeros.
+__global__ void to_nhwc_padded_kernel(const __half* __restrict__ in, int c, int plane,
+                                      __half* __restrict__ out, int cp, size_t pixels) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < pixels;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const __half* from = in + i / plane * c * plane + i % plane;
+    uint4* to = reinterpret_cast<uint4*>(out + i * cp);
+    for (int v = 0; v < cp / 8; v++) {
+      uint4 vector;
+      __half* h = reinterpret_cast<__half*>(&vector);
+#pragma unroll
+      for (int u = 0; u < 8; u++) h[u] = v * 8 + u < c ? from[(size_t)(v * 8 + u) * plane] : __half();
+      to[v] = vector;
+    }
+  }
+}
+
 template <typename T>
 __global__ void pool_kernel(int max, int count_pad, const T* __restrict__ in, gpu_dims di,
                             T* __restrict__ out, gpu_dims d, size_t total, gpu_window w) {
@@ -313,6 +331,16 @@ extern "C" ttp_status gpu_reorder(const void* in, gpu_dims i, void* out, gpu_dim
     reorder_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
         static_cast<const float*>(in), i, static_cast<float*>(out), o, total);
   return launched("reorder_kernel", e);
+}
+
+extern "C" ttp_status gpu_to_nhwc_padded(const void* in, int c, int h, int w, void* out, int cp,
+                                         size_t rows, cudaStream_t stream, ttp_err* e) {
+  if (cp % 8 || cp < c)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_to_nhwc_padded: %d channels into %d", c, cp);
+  const size_t pixels = rows * h * w;
+  to_nhwc_padded_kernel<<<blocks_for(pixels), kThreads, 0, stream>>>(
+      static_cast<const __half*>(in), c, h * w, static_cast<__half*>(out), cp, pixels);
+  return launched("to_nhwc_padded_kernel", e);
 }
 
 extern "C" ttp_status gpu_pool(int max, int count_pad, const void* in, gpu_dims i, void* out,

@@ -2,20 +2,24 @@
    operations (plan, enqueue) indexed by model_op.
 
      conv     cudnnConvolutionForward (cross-correlation, zero padding, groups, dilation),
-              then bias_kernel. Uneven padding is written out first (window_copy_kernel into
+              then the epilogue kernel (bias, residual Add, ReLU), or all in one
+              cudnnConvolutionBiasActivationForward where cuDNN takes it. Uneven padding is written out first (window_copy_kernel into
               the scratch buffer). The algorithm: cudnnFindConvolutionForwardAlgorithm at the
               canonical batch (or, with TTP_PLAN_HEURISTIC, cuDNN's heuristic ranking, nothing
               timed), the fastest implicit GEMM that every bucket supports (and, in fp32, that
-              uses no tensor cores: no TF32). fp32: FMA math. fp16: tensor-core math, fp32
-              accumulation.
+              uses no tensor cores: no TF32). fp32: FMA math. fp16 and tf32: tensor-core math,
+              fp32 accumulation. In NHWC fp16, ttapipe's own kernels where cuDNN is slower or
+              absent, with bias, residual Add and ReLU in their epilogue: its convolution
+              (conv_kernels.h; own_conv_suits says where) and, for one filter a channel, its
+              depthwise convolution (depthwise_kernel.h).
      maxpool, avgpool
               pool_kernel (cudnn_kernels.cu): any window, uneven padding and ceil mode, which
               cuDNN's pooling lacks; NaN propagates.
      relu and the other pointwise activations
               pointwise_kernel, unless an fc layer applies the ReLU in its epilogue.
      fc       one cublasLtMatmul over all n rows: D (out x n) = W (in x out)^T X (in x n), the
-              bias (and the ReLU that follows) in the epilogue. Compute type fp32 in both
-              precisions (fp16 inputs run on tensor cores). The algorithm: the heuristic's best at
+              bias (and the ReLU that follows) in the epilogue. Compute type fp32 (fp16 inputs
+              run on tensor cores), fp32 on TF32 tensor cores in tf32. The algorithm: the heuristic's best at
               the largest bucket that every bucket accepts with split-K off.
      lrn      cudnnLRNCrossChannelForward (the model's n, alpha, beta, k are cuDNN's definition).
      softmax  cudnnSoftmaxForward, accurate, over each row's C x H x W.
@@ -38,6 +42,7 @@
 #include "cudnn_engine.h"
 #include "conv_kernels.h"
 #include "cudnn_kernels.h"
+#include "depthwise_kernel.h"
 
 static const float one = 1.0f, zero = 0.0f;
 
@@ -176,7 +181,7 @@ static int usable(const gpu_context* ctx, const gpu_layer* L, const cudnnConvolu
      seen on conv2) and their kernels may differ with the batch size, so the bits would too. */
   int implicit_gemm = p->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
                       p->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-  if (p->status != CUDNN_STATUS_SUCCESS || !implicit_gemm || (!ctx->half && tensor_cores))
+  if (p->status != CUDNN_STATUS_SUCCESS || !implicit_gemm || (!ctx->tensor_cores && tensor_cores))
     return 0;
   *workspace = 0;
   for (int b = 0; b < ctx->buckets; b++) {
@@ -261,6 +266,21 @@ static int own_conv_suits(const gpu_context* ctx, const gpu_layer* L) {
   return suited && gpu_conv_nhwc_takes(&s);
 }
 
+/* One of ttapipe's own kernels for convolution L: its weights, laid out for the kernel in
+   host floats (count of them), go up in fp16 and are freed; its bias goes up in fp32 (the
+   kernels add it to their fp32 sums); `what` names the kernel in the layer's details. */
+static ttp_status own_conv_upload(gpu_context* ctx, gpu_layer* L, float* weights, size_t count,
+                                  const char* what, ttp_err* e) {
+  const model_layer* l = L->l;
+  ttp_status s = upload(ctx, weights, count, &L->weights, e);
+  free(weights);
+  TRY(s);
+  if (l->bias) TRY(upload_fp32(ctx, l->bias, l->bias_count, &L->bias, e));
+  snprintf(L->algo, sizeof L->algo, "%s%s%s", what, L->residual ? " + residual" : "",
+           L->fused_relu ? " + ReLU" : "");
+  return TTP_OK;
+}
+
 static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   const model_layer* l = L->l;
   const int k = l->p.conv.k, c = L->x_shape.c, r = l->p.conv.w.r, t = l->p.conv.w.s;
@@ -268,24 +288,36 @@ static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   float* rsck = malloc(count * sizeof *rsck);
   if (!rsck) return ERR_NOMEM(e, count * sizeof *rsck);
   gpu_conv_weights(l->weights, k, l->in.c, r, t, c, rsck); /* the channels past the model's: 0 */
-  ttp_status s = upload(ctx, rsck, count, &L->weights, e);
-  free(rsck);
-  TRY(s);
-  if (l->bias) TRY(upload_fp32(ctx, l->bias, l->bias_count, &L->bias, e)); /* added in fp32 */
-  snprintf(L->algo, sizeof L->algo, "ttapipe's NHWC fp16 convolution%s%s",
-           L->residual ? " + residual" : "", L->fused_relu ? " + ReLU" : "");
-  return TTP_OK;
+  return own_conv_upload(ctx, L, rsck, count, "ttapipe's NHWC fp16 convolution", e);
+}
+
+int gpu_depthwise_suits(const model_layer* l) {
+  return l->op == MODEL_CONV && l->p.conv.groups == l->in.c && l->p.conv.k == l->in.c &&
+         l->in.c % 8 == 0;
+}
+
+/* ttapipe's depthwise kernel (depthwise_kernel.h): it pads by itself, unevenly too. */
+static ttp_status depthwise_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
+  const model_layer* l = L->l;
+  const int c = l->in.c, r = l->p.conv.w.r, t = l->p.conv.w.s;
+  const size_t count = (size_t)c * r * t;
+  float* rsc = malloc(count * sizeof *rsc);
+  if (!rsc) return ERR_NOMEM(e, count * sizeof *rsc);
+  gpu_depthwise_weights(l->weights, c, r, t, rsc);
+  return own_conv_upload(ctx, L, rsc, count, "ttapipe's NHWC fp16 depthwise convolution", e);
 }
 
 static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   const model_layer* l = L->l;
   const model_window* w = &l->p.conv.w;
   const int groups = l->p.conv.groups ? l->p.conv.groups : 1; /* 0: one, as model.h reads it */
+  L->x_shape = l->in;
+  L->depthwise = ctx->nhwc && gpu_depthwise_suits(l);
+  if (L->depthwise) return depthwise_plan(ctx, L, e);
   /* cuDNN pads the same above as below and left as right; other padding (TensorFlow's "same"
      of a stride 2) is written out first into the scratch buffer, and the convolution then pads
      nothing. */
   L->explicit_pad = w->pad_t != w->pad_b || w->pad_l != w->pad_r;
-  L->x_shape = l->in;
   if (L->input_c) L->x_shape.c = L->input_c; /* zero channels past the model's: zero weights */
   int pad_h = w->pad_t, pad_w = w->pad_l;
   if (L->explicit_pad) {
@@ -313,13 +345,14 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
                                                w->dil_h, w->dil_w, CUDNN_CROSS_CORRELATION,
                                                CUDNN_DATA_FLOAT));
   CUDNN_TRY(e, cudnnSetConvolutionGroupCount(L->conv, groups));
-  /* fp32 stays on FMA math: cuDNN's default math would allow TF32 on this hardware. */
-  CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, ctx->half ? CUDNN_TENSOR_OP_MATH
-                                                              : CUDNN_FMA_MATH));
-  conv_choice pick = {.key = {ctx->choice_device, ctx->nhwc, ctx->half, ctx->canonical_rows,
-                              L->x_shape.c, L->x_shape.h, L->x_shape.w, l->p.conv.k, w->r, w->s,
-                              w->stride_h,
-                              w->stride_w, pad_h, pad_w, w->dil_h, w->dil_w, groups}};
+  /* fp32 stays on FMA math: cuDNN's default math would allow TF32 on this hardware. tf32 asks
+     for it (fp32 data on tensor-core math is TF32). */
+  CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, ctx->tensor_cores ? CUDNN_TENSOR_OP_MATH
+                                                                      : CUDNN_FMA_MATH));
+  conv_choice pick = {.key = {ctx->choice_device, ctx->nhwc, (int)ctx->precision,
+                              ctx->canonical_rows, L->x_shape.c, L->x_shape.h, L->x_shape.w,
+                              l->p.conv.k, w->r, w->s, w->stride_h, w->stride_w, pad_h, pad_w,
+                              w->dil_h, w->dil_w, groups}};
   ttp_status s = TTP_OK;
   int remembered = 0;
   pthread_mutex_lock(&conv_choice_lock);
@@ -337,28 +370,49 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   size_t workspace = 0;
   cudnnConvolutionFwdAlgoPerf_t as_perf = {.algo = pick.algo, .status = CUDNN_STATUS_SUCCESS,
                                            .mathType = pick.math};
-  if (ctx->half) CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, pick.math));
+  if (ctx->tensor_cores) CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, pick.math));
   const char* note = "";
   if (!usable(ctx, L, &as_perf, &workspace)) {
     /* Buckets larger than the remembered pick can serve: this pipeline picks for itself, and
        its bits may differ from the process's other pipelines. */
     TRY(find_conv_algo(ctx, L, &pick, e));
-    if (ctx->half) CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, pick.math));
+    if (ctx->tensor_cores) CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, pick.math));
     as_perf.algo = pick.algo, as_perf.mathType = pick.math;
     usable(ctx, L, &as_perf, &workspace);
     note = ", own pick for these large buckets";
   }
   L->conv_algo = pick.algo;
   if (workspace > ctx->conv_workspace_size) ctx->conv_workspace_size = workspace;
+  /* The bias, the residual and the ReLU in cuDNN's fused call (one pass over the output instead
+     of two) where it takes them: it needs a bias, and runs the identity activation with the
+     precomputed implicit GEMM alone. Not for grouped convolutions, which it ran slower than the
+     convolution and ttapipe's epilogue (BENCHMARKS.md). In fp16 it rounds differently at
+     another batch size (seen on a LeNet-shaped chain): a chain, whose rows keep their bits in
+     every batch, keeps the epilogue kernel there; graph networks in fp16 are held to the
+     tolerance across batch sizes already. */
+  int at;
+  const int chain = !ctx->m || model_is_chain(ctx->m, &at);
+  L->fused_epilogue = l->bias && groups == 1 && !(ctx->half && chain) &&
+                      (L->fused_relu || pick.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+  if (L->fused_epilogue) {
+    CUDNN_TRY(e, cudnnCreateTensorDescriptor(&L->bias_desc));
+    CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->bias_desc, ctx->format, ctx->dnn_type, 1,
+                                            l->p.conv.k, 1, 1));
+    CUDNN_TRY(e, cudnnCreateActivationDescriptor(&L->act));
+    CUDNN_TRY(e, cudnnSetActivationDescriptor(L->act, L->fused_relu ? CUDNN_ACTIVATION_RELU
+                                                                     : CUDNN_ACTIVATION_IDENTITY,
+                                              CUDNN_PROPAGATE_NAN, 0.0));
+  }
   int tensor_cores = pick.math == CUDNN_TENSOR_OP_MATH ||
                      pick.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
   char timed[48] = "cuDNN's heuristic, not timed";
   if (pick.ms >= 0) snprintf(timed, sizeof timed, "%.3f ms at %d rows", pick.ms, ctx->canonical_rows);
-  snprintf(L->algo, sizeof L->algo, "%s%s, %s%s%s%s",
+  snprintf(L->algo, sizeof L->algo, "%s%s, %s%s%s%s%s",
            (unsigned)pick.algo < sizeof conv_algo_names / sizeof *conv_algo_names
                ? conv_algo_names[pick.algo] : "algorithm ?",
            tensor_cores ? " (tensor cores)" : "", timed, note,
-           L->residual ? ", + residual" : "", L->fused_relu ? ", + ReLU" : "");
+           L->residual ? ", + residual" : "", L->fused_relu ? ", + ReLU" : "",
+           L->fused_epilogue ? " (cuDNN's fused call)" : "");
   return TTP_OK;
 }
 
@@ -368,15 +422,24 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
   const model_layer* l = L->l;
   const void* x = in[0];
   const void* z = L->residual ? in[1] : NULL;
-  if (L->own) {
+  if (L->own || L->depthwise) {
     const gpu_conv_shape s = own_shape(ctx, L, ctx->rows[b]);
-    return gpu_conv_nhwc(x, L->weights, L->bias, z, out, &s, L->fused_relu, ctx->stream, e);
+    return (L->own ? gpu_conv_nhwc : gpu_depthwise_nhwc)(x, L->weights, L->bias, z, out, &s,
+                                                         L->fused_relu, ctx->stream, e);
   }
   if (L->explicit_pad) {
     const model_window* w = &l->p.conv.w;
     TRY(gpu_window_copy(x, dims(ctx, l->in), ctx->scratch, dims(ctx, L->x_shape), (size_t)ctx->rows[b], 0,
                         -w->pad_t, -w->pad_l, 1, 1, 0.0f, ctx->half, ctx->stream, e));
     x = ctx->scratch;
+  }
+  if (L->fused_epilogue) { /* y = act(conv + alpha2 z + bias); z unread when alpha2 is 0 */
+    const float alpha2 = z ? 1.0f : 0.0f;
+    CUDNN_TRY(e, cudnnConvolutionBiasActivationForward(
+                     ctx->dnn, &one, L->x[b], x, L->filter, L->weights, L->conv, L->conv_algo,
+                     ctx->conv_workspace, ctx->conv_workspace_size, &alpha2, L->y[b],
+                     z ? z : out, L->bias_desc, L->bias, L->act, L->y[b], out));
+    return TTP_OK;
   }
   CUDNN_TRY(e, cudnnConvolutionForward(ctx->dnn, &one, L->x[b], x, L->filter, L->weights, L->conv,
                                        L->conv_algo, ctx->conv_workspace,
@@ -632,7 +695,10 @@ static ttp_status fc_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   ttp_status up = upload_weights(ctx, L, nhwc, l->weight_count, e);
   free(nhwc);
   TRY(up);
-  CUBLAS_TRY(e, cublasLtMatmulDescCreate(&L->matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  /* tf32: fp32 matrices on the tensor cores in TF32, fp32 accumulation. */
+  const cublasComputeType_t compute = ctx->precision == TTP_PRECISION_TF32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  CUBLAS_TRY(e, cublasLtMatmulDescCreate(&L->matmul, compute, CUDA_R_32F));
   cublasOperation_t transpose = CUBLAS_OP_T;
   TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose, e));
   if (L->bias) {
@@ -721,6 +787,8 @@ void gpu_layer_destroy(gpu_layer* L) {
   if (L->filter) cudnnDestroyFilterDescriptor(L->filter);
   if (L->conv) cudnnDestroyConvolutionDescriptor(L->conv);
   if (L->lrn) cudnnDestroyLRNDescriptor(L->lrn);
+  if (L->bias_desc) cudnnDestroyTensorDescriptor(L->bias_desc);
+  if (L->act) cudnnDestroyActivationDescriptor(L->act);
   cudaFree(L->weights);
   cudaFree(L->bias);
   memset(L, 0, sizeof *L);

@@ -91,7 +91,8 @@ static int shape_of(const model* m, const engine_config* c, fused_shape* s, char
                     size_t n) {
   memset(s, 0, sizeof *s);
   if (c->precision != TTP_PRECISION_FP32 && c->precision != TTP_PRECISION_FP16) {
-    snprintf(why, n, "the fused engine runs fp32 and fp16, not precision %d", (int)c->precision);
+    snprintf(why, n, "the fused engine runs fp32 and fp16, not %s (the cudnn engine does)",
+             ttp_precision_name(c->precision) ? ttp_precision_name(c->precision) : "that precision");
     return 0;
   }
   s->half = c->precision == TTP_PRECISION_FP16;

@@ -130,7 +130,9 @@ _classify_paths = _declare("ttp_classify_paths", ctypes.c_int, _P,
                            ctypes.c_void_p)
 
 _ENGINES = {"auto": 0, "cpu": 1, "cudnn": 2, "fused": 4, "onednn": 5}
-_PRECISIONS = {"fp32": 0, "fp16": 1}
+_precision_name = _declare("ttp_precision_name", ctypes.c_char_p, ctypes.c_int)
+# The library's own names ("fp32", "fp16", "tf32"), so that a new precision needs no change here.
+_PRECISIONS = {_precision_name(i).decode(): i for i in range(16) if _precision_name(i)}
 _MERGES = {"mean": 0, "vote": 1, "max": 2, "gmean": 3}
 _INVERT = {"auto": 0, "yes": 1, "no": 2}
 _CENTER = {"none": 0, "mnist": 1}
@@ -190,7 +192,7 @@ class Pipeline:
     model: a model directory (mnistCUDNN layout) or an ONNX file. tta: the augmented copies of
     each image (1: none); the augmentation's other settings as keywords (shift, contrast,
     brightness, noise, seed, merge). engine: "auto", "cpu", "onednn", "cudnn" or "fused"; precision
-    "fp32" or "fp16"; max_batch, slots, threads, device as ttp_options has them. Raises Error
+    "fp32", "fp16" or "tf32" (cudnn only); max_batch, slots, threads, device as ttp_options has them. Raises Error
     with the library's message when the model or the engine cannot open. A pipeline is used by
     one thread at a time; close() (or a with block) releases it at once."""
 

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "pipeline/cudnn/conv_kernels.h"
-#include "tests/common/check_cuda.h"
+#include "tests/bench/lab_util.cuh"
 
 namespace {
 
@@ -64,29 +64,6 @@ gpu_conv_shape shape_of(const lab_shape& l, int rows) {
   s.q = (l.w + l.pad_l + pad_r - (l.s - 1) * l.dil_w - 1) / l.stride_w + 1;
   return s;
 }
-
-unsigned rng_state = 12345u;
-float uniform(float lo, float hi) {
-  rng_state = rng_state * 1664525u + 1013904223u;
-  return lo + (hi - lo) * (float)(rng_state >> 8) / 16777216.0f;
-}
-
-// Host arrays in fp16 (and their values as floats) and their device copies.
-struct tensor {
-  std::vector<float> value;
-  std::vector<__half> half;
-  void* dev = nullptr;
-  void fill(size_t n, float lo, float hi) {
-    value.resize(n), half.resize(n);
-    for (size_t i = 0; i < n; i++) {
-      half[i] = __float2half_rn(uniform(lo, hi));
-      value[i] = __half2float(half[i]);
-    }
-    CHECK_CUDA(cudaMalloc(&dev, n * sizeof(__half)));
-    CHECK_CUDA(cudaMemcpy(dev, half.data(), n * sizeof(__half), cudaMemcpyHostToDevice));
-  }
-  ~tensor() { cudaFree(dev); }
-};
 
 struct problem {
   lab_shape l;
@@ -165,12 +142,6 @@ struct problem {
            s.k, worst);
   }
 };
-
-#define CHECK_DNN(call)                                                                      \
-  do {                                                                                       \
-    const cudnnStatus_t st_ = (call);                                                        \
-    CHECK(st_ == CUDNN_STATUS_SUCCESS, "%s: %s", #call, cudnnGetErrorString(st_));           \
-  } while (0)
 
 // cuDNN's fused convolution on the same problem (its own weights in k x r x s x c).
 struct cudnn_conv {
@@ -253,27 +224,6 @@ struct cudnn_conv {
   }
 };
 
-template <typename F>
-float median_ms(F run, int runs, cudaStream_t stream) {
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  for (int i = 0; i < 3; i++) run(stream);
-  std::vector<float> ms;
-  for (int i = 0; i < runs; i++) {
-    CHECK_CUDA(cudaEventRecord(a, stream));
-    run(stream);
-    CHECK_CUDA(cudaEventRecord(b, stream));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float t;
-    CHECK_CUDA(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  cudaEventDestroy(a), cudaEventDestroy(b);
-  return ms[ms.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -284,6 +234,7 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
     else CHECK(0, "usage: bench_conv_lab [--validate] [--rows N] [--runs R]");
   }
+  lab_seed(12345u);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     printf("skipped: no GPU\n");

@@ -135,6 +135,37 @@ model* graphs_mobilenet(test_rng* rng) {
   return m;
 }
 
+model* graphs_depthwise(test_rng* rng) {
+  ttp_err e = {0};
+  model* m = model_new((model_shape){3, 17, 15}, &e);
+  CHECK(m, "%s", e.message);
+  int v = graphs_value(m, graphs_conv(m, "stem", 0, 16, 1, model_window_of(3, 3, 1, 1)));
+  const int stem = graphs_value(m, graphs_add(m, MODEL_RELU, "stem_relu", v));
+  v = graphs_value(m, graphs_conv(m, "expand", stem, 32, 1, model_window_of(1, 1, 1, 0)));
+  model_layer* l = graphs_add(m, MODEL_CLIP, "relu6", v);
+  l->p.clip.lo = 0, l->p.clip.hi = 6;
+  v = graphs_value(m, graphs_conv(m, "depthwise", graphs_value(m, l), 32, 32,
+                                  model_window_of(3, 3, 1, 1)));
+  v = graphs_value(m, graphs_add(m, MODEL_RELU, "dw_relu", v));
+  v = graphs_value(m, graphs_conv(m, "project", v, 16, 1, model_window_of(1, 1, 1, 0)));
+  const int block[2] = {v, stem};
+  const int x = graphs_value(m, graphs_join(m, MODEL_ADD, "residual", 2, block)); /* 16x17x15 */
+  /* two depthwise convolutions of stride 2 to 16 x 8 x 7: uneven padding, and dilation */
+  const int a = graphs_value(m, graphs_conv(m, "dw_uneven", x, 16, 16,
+                                            graphs_window(3, 3, 2, 2, 0, 1, 1, 0, 1, 1)));
+  const int b = graphs_value(m, graphs_conv(m, "dw_dilated", x, 16, 16,
+                                            graphs_window(3, 3, 2, 2, 1, 1, 1, 1, 2, 2)));
+  const int pair[2] = {a, b};
+  v = graphs_value(m, graphs_add(m, MODEL_RELU, "relu",
+                                 graphs_value(m, graphs_join(m, MODEL_ADD, "add", 2, pair))));
+  l = graphs_add(m, MODEL_AVGPOOL, "gap", v);
+  l->p.pool.w = model_window_of(8, 7, 1, 0);
+  model_add(m, MODEL_FC, "fc", &e)->p.fc.out = 9;
+  model_add(m, MODEL_SOFTMAX, "softmax", &e);
+  graphs_finish(m, rng);
+  return m;
+}
+
 model* graphs_densenet(test_rng* rng) {
   ttp_err e = {0};
   model* m = model_new((model_shape){1, 13, 11}, &e);
@@ -330,9 +361,11 @@ void graphs_every(int blocks, test_rng* rng, model* models[GRAPHS_COUNT],
   snprintf(names[2], 48, "densenet-like");
   snprintf(names[3], 48, "option-A shortcut");
   snprintf(names[4], 48, "every layer kind");
+  snprintf(names[5], 48, "depthwise, NHWC widths");
   models[0] = graphs_resnet(blocks, rng);
   models[1] = graphs_mobilenet(rng);
   models[2] = graphs_densenet(rng);
   models[3] = graphs_option_a(rng);
   models[4] = graphs_zoo(rng);
+  models[5] = graphs_depthwise(rng);
 }

@@ -42,6 +42,12 @@ model* graphs_resnet(int blocks, test_rng* rng);
    pooling, fc, softmax. */
 model* graphs_mobilenet(test_rng* rng);
 
+/* MobileNet's blocks in widths that a GPU engine runs in NHWC (multiples of 8) on 3 x 17 x 15:
+   stem, 1x1 expand, ReLU6, 3x3 depthwise and ReLU, 1x1 project and the residual Add; then two
+   depthwise convolutions of stride 2, one of uneven padding, one dilated, added, ReLU; global
+   average pooling, fc, softmax. */
+model* graphs_depthwise(test_rng* rng);
+
 /* DenseNet-like on 1 x 13 x 11, and the other layers: uneven padding, dilation, GELU, Concat
    of feature maps, an affine after the Concat, ELU, Mish, max pooling in ceil mode, average
    pooling of uneven padding not counted, PReLU, Softplus, Erf, a shuffle, a Split's slice, a
@@ -62,9 +68,9 @@ model* graphs_option_a(test_rng* rng);
    average pooling with padding counted and not, a Reshape, fc, softmax. */
 model* graphs_zoo(test_rng* rng);
 
-/* The five networks above, in that order (resnet of `blocks` blocks a stage), with their names
+/* The six networks above, in that order (resnet of `blocks` blocks a stage), with their names
    ("resnet, 3 blocks a stage", "mobilenet-like", ...) into names, each up to 48 bytes. */
-enum { GRAPHS_COUNT = 5 };
+enum { GRAPHS_COUNT = 6 };
 void graphs_every(int blocks, test_rng* rng, model* models[GRAPHS_COUNT],
                   char names[GRAPHS_COUNT][48]);
 

@@ -175,11 +175,14 @@ static void check_net(const net* n, const char* onnx_dir, const char* models_dir
     compare(what, probs, ref, im.count, 1e-5);
     ttp_close(q);
   }
-  for (int half = 0; gpu && half < 2; half++) {
-    p = open_model(model, TTP_ENGINE_CUDNN, half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32, 1);
+  /* fp32 within 1e-4; fp16 and tf32 (10 bits of mantissa in the products) within 1e-2. */
+  static const ttp_precision precisions[] = {TTP_PRECISION_FP32, TTP_PRECISION_FP16,
+                                             TTP_PRECISION_TF32};
+  for (int k = 0; gpu && k < 3; k++) {
+    p = open_model(model, TTP_ENGINE_CUDNN, precisions[k], 1);
     classify(p, &im, probs);
-    snprintf(what, sizeof what, "cudnn %s against PyTorch float64", half ? "fp16" : "fp32");
-    compare(what, probs, &want[0][0], im.count, half ? 1e-2 : 1e-4);
+    snprintf(what, sizeof what, "cudnn %s against PyTorch float64", ttp_precision_name(precisions[k]));
+    compare(what, probs, &want[0][0], im.count, k ? 1e-2 : 1e-4);
     ttp_close(p);
   }
   if (gpu) {
@@ -196,11 +199,12 @@ static void check_net(const net* n, const char* onnx_dir, const char* models_dir
     ttp_close(p);
     double ref[MAX_IMAGES * CLASSES];
     for (size_t i = 0; i < im.count * CLASSES; i++) ref[i] = reference[i];
-    for (int half = 0; half < 2; half++) {
-      p = open_model(model, TTP_ENGINE_CUDNN, half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32, 5);
+    for (int k = 0; k < 3; k++) {
+      p = open_model(model, TTP_ENGINE_CUDNN, precisions[k], 5);
       classify(p, &im, probs);
-      snprintf(what, sizeof what, "cudnn %s, 5 copies, against the cpu", half ? "fp16" : "fp32");
-      compare(what, probs, ref, im.count, half ? 1e-2 : 1e-4);
+      snprintf(what, sizeof what, "cudnn %s, 5 copies, against the cpu",
+               ttp_precision_name(precisions[k]));
+      compare(what, probs, ref, im.count, k ? 1e-2 : 1e-4);
       ttp_close(p);
     }
     /* The fused engine scales inside its augmentation: with a scaling given, against the CPU. */

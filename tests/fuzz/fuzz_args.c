@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (r == -1) {
     FUZZ_ASSERT(cmd->max_positional < 0 || a.positional_count <= cmd->max_positional,
                 "%d positional arguments for at most %d", a.positional_count, cmd->max_positional);
-    static const char* const choices[] = {"fp32", "fp16", "auto", "on", "off", NULL};
+    static const char* const choices[] = {"fp32", "fp16", "tf32", "auto", "on", "off", NULL};
     for (const cli_option* o = cmd->options; o->name; o++) {
       const char* value = cli_get(&a, o->name);
       if (!o->arg) {

@@ -54,8 +54,10 @@ static void on_file(void* user, size_t index, const char* path, const ttp_result
   r->n++;
 }
 
+static const char* run_name = ""; /* the engine and precision being checked */
+
 static void same(const char* what, const void* got, const void* want, size_t n) {
-  CHECK(memcmp(got, want, n) == 0, "%s: not the one-device pipeline's bits", what);
+  CHECK(memcmp(got, want, n) == 0, "%s, %s: not the one-device pipeline's bits", run_name, what);
 }
 
 int main(void) {
@@ -88,6 +90,9 @@ int main(void) {
     for (int half = 0; half < 2; half++) {
       const ttp_precision prec = half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
       const char* name = k ? "cudnn" : "fused";
+      char run[32];
+      snprintf(run, sizeof run, "%s %s", name, ttp_precision_name(prec));
+      run_name = run;
       ttp_pipeline* one = open_on(dir, engines[k], prec, pair, 1);
       ttp_pipeline* two = open_on(dir, engines[k], prec, pair, 2);
       CHECK(ttp_batches_max(two) == 6, "%s: %d slots, not 2 x 3", name, ttp_batches_max(two));

@@ -37,6 +37,25 @@ static void test_version_and_status(void) {
             "statuses %d and %d share a text", s, t);
   }
   CHECK(strcmp(ttp_status_string((ttp_status)999), "unknown status") == 0, "unknown status text");
+  /* Each precision's name, and the name back to it; no name for other values. */
+  static const char* const precisions[] = {"fp32", "fp16", "tf32"};
+  CHECK(TTP_PRECISION_FP32 == 0 && TTP_PRECISION_FP16 == 1 && TTP_PRECISION_TF32 == 2,
+        "precision values moved");
+  for (int k = 0; k < 3; k++) {
+    ttp_precision back = (ttp_precision)7;
+    CHECK(ttp_precision_name((ttp_precision)k) &&
+              strcmp(ttp_precision_name((ttp_precision)k), precisions[k]) == 0,
+          "precision %d is named %s", k, ttp_precision_name((ttp_precision)k));
+    CHECK(ttp_precision_from_name(precisions[k], &back) == TTP_OK && back == (ttp_precision)k,
+          "%s read back as %d", precisions[k], (int)back);
+  }
+  ttp_precision kept = TTP_PRECISION_FP16;
+  CHECK(!ttp_precision_name((ttp_precision)3) && !ttp_precision_name((ttp_precision)-1),
+        "a precision 3 or -1 has a name");
+  CHECK(ttp_precision_from_name("bf16", &kept) == TTP_ERR_INVALID_ARGUMENT &&
+            ttp_precision_from_name(NULL, &kept) == TTP_ERR_INVALID_ARGUMENT &&
+            kept == TTP_PRECISION_FP16,
+        "an unknown name was taken");
   CHECK(TTP_OK == 0 && TTP_ERR_INVALID_ARGUMENT == 1 && TTP_ERR_INTERNAL == 10 &&
             TTP_ERR_CANCELLED == 11,
         "status values moved");
@@ -90,7 +109,8 @@ static void test_options(const char* dir) {
              {65537, 3, 0, 0, 0, 0, "max_batch must be 1..65536"},
              {8, 1, 0, 0, 0, 0, "slots must be 2..16, not 1"},
              {8, 17, 0, 0, 0, 0, "slots must be 2..16, not 17"},
-             {8, 3, 2, 0, 0, 0, "unknown precision 2"},
+             {8, 3, 3, 0, 0, 0, "unknown precision 3"},
+             {8, 3, -1, 0, 0, 0, "unknown precision -1"},
              {8, 3, 0, -1, 0, 0, "device -1"},
              {8, 3, 0, 0, 4, 0, "unknown wait 4"},
              {8, 3, 0, 0, -1, 0, "unknown wait -1"},

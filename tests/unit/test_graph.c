@@ -406,6 +406,9 @@ int main(void) {
   m = graphs_option_a(&rng);
   check_model("option-A shortcut", m, &rng, 3);
   model_free(m);
+  m = graphs_depthwise(&rng);
+  check_model("depthwise, NHWC widths", m, &rng, 3);
+  model_free(m);
   printf("graph: every layer kind against the reference, arenas and refusals as expected\n");
   return 0;
 }

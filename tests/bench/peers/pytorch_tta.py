@@ -20,7 +20,9 @@ each call from u8 images to classes and probabilities.
 Prints the columns of `ttapipe bench` (the time split is not measured: "-"), and writes JSON.
     python3 tests/bench/peers/pytorch_tta.py MODEL_DIR [--batch 1,64,1024] [--tta 5]
         [--variant eager,graph,compile,autotune] [--precision fp32,fp16] [--seconds 1]
-        [--device cuda|cpu] [--threads N] [--json FILE]
+        [--device cuda|cpu] [--threads N] [--channels-last] [--cudnn-benchmark] [--json FILE]
+--channels-last and --cudnn-benchmark are what a PyTorch user tuning for speed turns on; their
+points are named with -cl and -cb after the variant (torch-compile-cl-cb).
 """
 import argparse
 import json
@@ -60,6 +62,9 @@ def count_flops(model):
     return 2 * sum(macs)
 
 
+CHANNELS_LAST = False  # --channels-last: the model's weights and the copies in NHWC memory
+
+
 def load(model_dir, dtype, device):
     global FLOPS
     if model_dir.startswith("net:"):
@@ -67,7 +72,8 @@ def load(model_dir, dtype, device):
         SHAPE[:] = list(shape)
         model.eval()
         FLOPS = count_flops(model)
-        return model.to(device).to(dtype)
+        model = model.to(device).to(dtype)
+        return model.to(memory_format=torch.channels_last) if CHANNELS_LAST else model
     model = LeNet()
     for name in ("conv1", "conv2", "ip1", "ip2"):
         layer = getattr(model, name)
@@ -98,7 +104,7 @@ def tta(images_u8, copies, dtype):
     noise = torch.empty_like(moved).uniform_(-0.04, 0.04)
     out = (contrast * moved + brightness + noise).clamp_(0, 1)
     out.view(b, copies, c, h, w)[:, 0] = x.view(b, copies, c, h, w)[:, 0]  # copy 0 as it is
-    return out
+    return out.contiguous(memory_format=torch.channels_last) if CHANNELS_LAST else out
 
 
 def make_step(model, copies, dtype):
@@ -161,7 +167,8 @@ def measure(variant, precision, batch, copies, model_dir, seconds, device):
             lat.append(1e3 * (time.perf_counter() - t))
     lat = np.array(lat)
     images = batch * len(lat) / (lat.sum() / 1e3)
-    return {"engine": f"torch-{variant}", "precision": precision, "graph": "on" if variant == "graph" else "-",
+    tuned = ("-cl" if CHANNELS_LAST else "") + ("-cb" if torch.backends.cudnn.benchmark else "")
+    return {"engine": f"torch-{variant}{tuned}", "precision": precision, "graph": "on" if variant == "graph" else "-",
             "batch": batch, "copies": copies, "images_per_s": images, "copies_per_s": images * copies,
             "tflops": images * copies * FLOPS * 1e-12,
             "latency_ms": {q: float(np.percentile(lat, p)) for q, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9))}}
@@ -177,8 +184,16 @@ def main():
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (default: torch's)")
+    ap.add_argument("--channels-last", action="store_true",
+                    help="the model and the copies in channels-last (NHWC) memory (engine -cl)")
+    ap.add_argument("--cudnn-benchmark", action="store_true",
+                    help="torch.backends.cudnn.benchmark: cuDNN's algorithms timed per shape "
+                         "(engine -cb)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    global CHANNELS_LAST
+    CHANNELS_LAST = args.channels_last
+    torch.backends.cudnn.benchmark = args.cudnn_benchmark
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.device == "cpu":
@@ -186,7 +201,7 @@ def main():
     else:
         where = torch.cuda.get_device_name()
     print(f"# PyTorch {torch.__version__}, {where}")
-    print(f"{'engine':<14} {'prec':<5} {'graph':<5} {'batch':>6} {'N':>3} {'images/s':>12} "
+    print(f"{'engine':<20} {'prec':<5} {'graph':<5} {'batch':>6} {'N':>3} {'images/s':>12} "
           f"{'copies/s':>12} {'TFLOP/s':>8} {'p50 ms':>9} {'p90 ms':>9} {'p99 ms':>9} {'p99.9 ms':>9}")
     points = []
     for variant in args.variant.split(","):
@@ -197,7 +212,7 @@ def main():
                             args.device)
                 points.append(p)
                 q = p["latency_ms"]
-                print(f"{p['engine']:<14} {precision:<5} {p['graph']:<5} {batch:>6} {copies:>3} "
+                print(f"{p['engine']:<20} {precision:<5} {p['graph']:<5} {batch:>6} {copies:>3} "
                       f"{p['images_per_s']:>12.0f} {p['copies_per_s']:>12.0f} {p['tflops']:>8.3f} "
                       f"{q['p50']:>9.3f} {q['p90']:>9.3f} {q['p99']:>9.3f} {q['p99.9']:>9.3f}", flush=True)
     if args.json:
