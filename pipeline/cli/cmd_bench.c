@@ -180,15 +180,17 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
       lat[n++] = 1e3 * (cli_now() - t);
       offset += (size_t)batch;
     }
-    /* throughput: many batches per call, profiled. Up to 16 a GPU, so that the streaming core
+    /* throughput: many batches per call, profiled. Up to 16, so that the streaming core
        overlaps their copies and compute, as long as a call takes at most an eighth of the
-       phase (one batch of a slow engine may take seconds); the same number for every GPU, so
-       that none idles while another runs the call's odd batch. */
+       phase (one batch of a slow engine may take seconds) and the images fit the pool (16 of
+       the largest batch); the same number for every GPU, so that none idles while another
+       runs the call's odd batch. */
     double p50 = n ? quantile(lat, n, 0.5) : 0;
+    const size_t gpus = gpu_count(b), fit = b->pool_count / ((size_t)batch * gpus);
     size_t batches = p50 > 0 ? (size_t)(1e3 * budget / 8 / p50) : 16;
-    batches = (batches < 1 ? 1 : batches > 16 ? 16 : batches) * gpu_count(b);
-    size_t per_call = (size_t)batch * batches;
-    if (per_call > b->pool_count) per_call = b->pool_count - b->pool_count % (size_t)batch;
+    batches = batches < 1 ? 1 : batches > 16 ? 16 : batches;
+    if (batches > fit) batches = fit > 0 ? fit : 1;
+    const size_t per_call = (size_t)batch * batches * gpus;
     ttp_set_profiling(p, 1);
     double t0 = cli_now();
     size_t calls = 0;
@@ -328,8 +330,7 @@ static int run_bench(const cli_args* a) {
   }
   b.pixels = (size_t)in_c * in_h * in_w;
   /* The images: an IDX file cycled to fill the pool, or random bytes. */
-  size_t pool = (size_t)largest * 16 * gpu_count(&b);
-  if (pool < 4096) pool = 4096;
+  size_t pool = (size_t)largest * 16 > 4096 ? (size_t)largest * 16 : 4096;
   uint8_t* images = malloc(pool * b.pixels);
   b.results = malloc(pool * sizeof *b.results);
   if (!images || !b.results) return cli_fail("out of memory");
