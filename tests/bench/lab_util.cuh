@@ -9,8 +9,11 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <math.h>
+#include <stdio.h>
 #include <vector>
 
+#include "pipeline/cudnn/conv_kernels.h"
 #include "tests/common/check_cuda.h"
 
 inline unsigned lab_rng_state = 1u;
@@ -42,6 +45,34 @@ struct tensor {
     const cudnnStatus_t st_ = (call);                                                        \
     CHECK(st_ == CUDNN_STATUS_SUCCESS, "%s: %s", #call, cudnnGetErrorString(st_));           \
   } while (0)
+
+// Poisons y (n x p x q x k fp16 values, NaN), runs run() on the default stream, and checks
+// every output against reference(image, p, q, k) (every 7th image of large runs):
+// |got - want| <= 2^-10 |want| + 1e-3. Prints the largest difference on a line named `name`.
+template <typename Run, typename Ref>
+void lab_validate(const char* name, const gpu_conv_shape& s, void* y, Run run, Ref reference) {
+  const size_t count = (size_t)s.n * s.p * s.q * s.k;
+  CHECK_CUDA(cudaMemset(y, 0xff, count * sizeof(__half)));  // NaN in fp16
+  run();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<__half> got(count);
+  CHECK_CUDA(cudaMemcpy(got.data(), y, count * sizeof(__half), cudaMemcpyDeviceToHost));
+  double worst = 0;
+  const int step = s.n > 64 ? 7 : 1;
+  for (int image = 0; image < s.n; image += step)
+    for (int p = 0; p < s.p; p++)
+      for (int q = 0; q < s.q; q++)
+        for (int k = 0; k < s.k; k++) {
+          const double want = reference(image, p, q, k);
+          const double g = __half2float(got[(((size_t)image * s.p + p) * s.q + q) * s.k + k]);
+          const double d = fabs(g - want);
+          CHECK(d <= 0x1p-10 * fabs(want) + 1e-3, "%s: image %d (%d, %d) channel %d: %.6g, "
+                "the reference %.6g", name, image, p, q, k, g, want);
+          worst = std::max(worst, d);
+        }
+  printf("  %-7s %dx%dx%d -> %dx%dx%d: max |diff| %.3g\n", name, s.h, s.w, s.c, s.p, s.q, s.k,
+         worst);
+}
 
 // The median of `runs` timed launches of run(stream), after three untimed ones.
 template <typename F>
