@@ -196,9 +196,10 @@ static ttp_status net_primitive(onednn_net* net, dnnl_primitive_desc_t pd, dnnl_
 }
 
 /* Whether oneDNN's implementation `name` gives a row the same bits whatever the rows and the
-   threads (seen on AVX2): its 1x1 convolutions ("jit_1x1:avx2") split their sums by heuristics
-   of both, where the direct ones do not; and "simple_nchw" poolings, offered at some batch sizes
-   and not others, average a window in another order than "ref" does. */
+   threads (seen on AVX2): its 1x1 convolutions ("jit_1x1:avx2") and its GEMM-based ones
+   ("gemm:jit") split their sums by heuristics of both, where the direct ones do not; and
+   "simple_nchw" poolings, offered at some batch sizes and not others, average a window in
+   another order than "ref" does. */
 static int row_invariant(const char* name) {
   return strncmp(name, "jit_1x1", 7) != 0 && strncmp(name, "simple_nchw", 11) != 0 &&
          !strstr(name, "gemm");
