@@ -1,173 +1,397 @@
 // ttapipe's NHWC fp16 convolution with its epilogue (see conv_kernels.h).
 //
-// An implicit GEMM on the tensor cores: M = output pixels, N = output channels, K = taps x input
-// channels. A block takes one row (image) and a tile of 8 output rows x 16 output columns, and
-// KT output channels (64, 32 or 16, whichever divides k). It loads the input window that tile
-// reads (zeros outside the image) into shared memory once; then each of its 4 warps takes two
-// output rows, and for every tap and 16 input channels multiplies a 16-pixel A fragment read
-// straight from that window (16 output columns are 16 input pixels stride_w apart: one ldm) by
-// the tap's weights, B fragments read from global memory (r x s x c x k: a network's weights
-// stay in the L2). The accumulators then go through shared memory to the epilogue: + bias, + z,
-// ReLU, rounded to fp16, 8 channels (16 bytes) a store. Maps narrower than 16 columns leave
-// part of each fragment unused: compute is not what limits these layers.
+// An implicit GEMM on the tensor cores (mma.sync m16n8k16, fp32 accumulation): M = output
+// pixels, N = output channels, K = taps x input channels. The grid is persistent: a block of 8
+// warps keeps a slice of KT output channels' weights in shared memory for its whole life and
+// walks work items, each one to a few whole images (or a band of output rows of a large one).
+// An item's input window (every input pixel the item reads, zeros outside the image) arrives
+// in shared memory by cp.async while the block computes the item before it (two buffers).
+// A warp takes two 16-pixel tiles at a time: per tap and 16 input channels, one ldmatrix of A a
+// tile straight from the window (each lane names its own pixel's row, so that tiles may cross
+// output rows and strides cost nothing), B fragments from shared memory already in the mma's
+// register order (gpu_conv_weights lays them out so), and the sums start from the bias. The
+// epilogue works in the accumulators' registers: + z, ReLU, rounded once to fp16, two channels
+// a store. The window's 16-byte chunks are XOR-swizzled within each 128-byte line, so that the
+// eight rows an ldmatrix phase reads lie in eight different bank groups.
 #include <cuda_fp16.h>
-#include <mma.h>
 
-#include "conv_epilogue.cuh"
+#include <initializer_list>
+
 #include "conv_kernels.h"
 
 namespace {
 
-using namespace nvcuda;
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kMaxSteps = 256;                // taps x k-steps: the table of their offsets
+// 16-pixel tiles a warp holds at once (four on 16 output channels, where the accumulators are
+// few), and blocks an SM the registers allow.
+__host__ __device__ constexpr int tiles_of(int kt) { return kt == 16 ? 4 : 2; }
+__host__ __device__ constexpr int blocks_of(int kt) { return kt <= 32 ? 2 : 1; }
+constexpr size_t kSharedPerSM = 226 << 10;    // opt-in shared memory of a block on sm_90, less
+                                              // the tap table
+constexpr size_t kSharedForTwo = 111 << 10;   // per block, so that two fit on an SM
+constexpr int kMaxItemPixels = 1024;          // output pixels an item: 64 tiles, 4 pairs a warp
 
-constexpr int kThreads = 128;
-constexpr int kRows = 8;     // output rows a block: two 16-pixel fragments a warp
-constexpr int kCols = 16;    // output columns a block: one fragment's pixels
-constexpr int kMaxChannels = 128;
-constexpr size_t kMaxShared = 200 << 10;
-
-// The input window a tile reads: rows x columns of (c + 16) halves a pixel (a multiple of 16,
-// so that every fragment starts 32-byte aligned, as WMMA wants).
-struct window {
-  int rows, cols, pitch;
+// n / d for n < 2^24 and d < 2^16 as one multiply (the magic number rounded up: exact there).
+struct fastdiv {
+  unsigned d;
+  unsigned long long m;
 };
-
-__host__ __device__ window window_of(const gpu_conv_shape& s) {
-  return {(kRows - 1) * s.stride_h + (s.r - 1) * s.dil_h + 1,
-          (kCols - 1) * s.stride_w + (s.s - 1) * s.dil_w + 1, s.c + 16};
+fastdiv make_fastdiv(unsigned d) { return {d, ((1ull << 40) + d - 1) / d}; }
+__device__ __forceinline__ unsigned operator/(unsigned n, const fastdiv& f) {
+  return (unsigned)(((unsigned long long)n * f.m) >> 40);
 }
 
-// Shared memory: the window, reused after the taps by the epilogue's kRows x kCols x (KT + 4)
-// floats.
-__host__ __device__ size_t shared_bytes(const gpu_conv_shape& s, int kt) {
-  const window w = window_of(s);
-  const size_t in = (size_t)w.rows * w.cols * w.pitch * sizeof(__half);
-  const size_t out = (size_t)kRows * kCols * (kt + 4) * sizeof(float);
-  return in > out ? in : out;
+// How a shape is cut into work: KT output channels a block, items of `images` whole images or
+// of `band` output rows of one image, the window an item reads, the shared memory it takes.
+struct conv_plan {
+  int kt, images, band, bands, items, window_rows, window_cols;
+  size_t weight_bytes, window_bytes, shared;
+  fastdiv by_bands, by_row_chunks, by_chunks, by_window_rows, by_item_pixels, by_q;
+};
+
+size_t round128(size_t n) { return (n + 127) / 128 * 128; }
+
+// The plan with the most pixels an item (up to kMaxItemPixels) at two blocks an SM, or at one
+// where two would leave a warp without its set of tiles (or the registers allow one); 0 where
+// nothing fits.
+int plan_conv(const gpu_conv_shape& s, conv_plan* pl) {
+  const int rows_full = (s.p - 1) * s.stride_h + (s.r - 1) * s.dil_h + 1;
+  const int cols = (s.q - 1) * s.stride_w + (s.s - 1) * s.dil_w + 1;
+  const size_t pixel_bytes = (size_t)s.c * 2;
+  int found = 0;
+  for (int per_sm = 2; per_sm >= 1 && !found; per_sm--) {
+    const size_t budget = per_sm == 2 ? kSharedForTwo : kSharedPerSM;
+    for (int kt : {64, 48, 32, 16}) {
+      if (s.k % kt) continue;
+      const size_t weights = (size_t)s.r * s.s * s.c * kt * 2;
+      if (weights >= budget) continue;
+      conv_plan p = {};
+      p.kt = kt, p.weight_bytes = weights, p.window_cols = cols;
+      const size_t image_bytes = round128((size_t)rows_full * cols * pixel_bytes);
+      if (weights + 2 * image_bytes <= budget) {  // whole images, as many as fit (powers of 2)
+        p.band = s.p, p.window_rows = rows_full, p.images = 1;
+        auto images_bytes = [&](int images) {
+          return round128((size_t)images * rows_full * cols * pixel_bytes);
+        };
+        while (p.images * 2 * s.p * s.q <= kMaxItemPixels && p.images * 2 <= s.n &&
+               weights + 2 * images_bytes(p.images * 2) <= budget)
+          p.images *= 2;
+        p.window_bytes = images_bytes(p.images);
+      } else {  // bands of output rows of one image
+        p.images = 1, p.band = s.p;
+        auto window_of = [&](int band) {
+          return round128((size_t)((band - 1) * s.stride_h + (s.r - 1) * s.dil_h + 1) * cols *
+                          pixel_bytes);
+        };
+        while (p.band > 1 &&
+               (p.band * s.q > kMaxItemPixels || weights + 2 * window_of(p.band) > budget))
+          p.band--;
+        if (weights + 2 * window_of(p.band) > budget) continue;
+        p.window_rows = (p.band - 1) * s.stride_h + (s.r - 1) * s.dil_h + 1;
+        p.window_bytes = window_of(p.band);
+      }
+      p.shared = weights + 2 * p.window_bytes;
+      const int tiles = (p.images * p.band * s.q + 15) / 16;
+      // Two blocks an SM only where every warp of each has a pair of tiles (or the batch is
+      // too small to give more).
+      if (per_sm == 2 && (tiles < kWarps * tiles_of(kt) || blocks_of(kt) < 2) &&
+          p.images * 2 <= s.n)
+        continue;
+      p.bands = (s.p + p.band - 1) / p.band;
+      p.items = (s.n + p.images - 1) / p.images * p.bands;
+      const int row_chunks = cols * s.c / 8;
+      if ((long long)p.images * p.window_rows * row_chunks >= (1 << 24) ||
+          (long long)p.items >= (1 << 24) || row_chunks >= (1 << 16) ||
+          p.images * p.band * s.q >= (1 << 16))
+        return 0;
+      if (s.r * s.s * (s.c / 16) > kMaxSteps) return 0;
+      p.by_bands = make_fastdiv(p.bands);
+      p.by_row_chunks = make_fastdiv(row_chunks);
+      p.by_chunks = make_fastdiv(s.c / 8);
+      p.by_window_rows = make_fastdiv(p.window_rows);
+      p.by_item_pixels = make_fastdiv(p.band * s.q);
+      p.by_q = make_fastdiv(s.q);
+      *pl = p;
+      found = 1;
+      break;
+    }
+  }
+  return found;
+}
+
+__device__ __forceinline__ unsigned swizzle(unsigned byte) {
+  return byte ^ (((byte >> 7) & 7) << 4);
+}
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// 16 bytes from global to shared memory, or 16 zeros where !valid.
+__device__ __forceinline__ void copy16(unsigned dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void copies_wait_all_but_one() {
+  asm volatile("cp.async.wait_group 1;\n" ::);
+}
+
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1) {
+  asm(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The window of item `item` into the buffer at `buffer` (a shared address): for each of the
+// item's images and window rows, the input row's pixels from column -pad_l on.
+__device__ __forceinline__ void load_window(const __half* __restrict__ x, const gpu_conv_shape& s,
+                                            const conv_plan& pl, int item, unsigned buffer) {
+  const int group = (unsigned)item / pl.by_bands, band = item - group * pl.bands;
+  const int first_image = group * pl.images;
+  const int top = band * pl.band * s.stride_h - s.pad_t;
+  const int chunks = pl.images * pl.window_rows * pl.by_row_chunks.d;
+  for (int v = threadIdx.x; v < chunks; v += kThreads) {
+    const unsigned row_all = (unsigned)v / pl.by_row_chunks;
+    const unsigned in_row_chunk = v - row_all * pl.by_row_chunks.d;
+    const unsigned image = row_all / pl.by_window_rows;
+    const unsigned col = in_row_chunk / pl.by_chunks;
+    const unsigned part = in_row_chunk - col * pl.by_chunks.d;
+    const int row = top + (int)(row_all - image * pl.window_rows);
+    const int column = (int)col - s.pad_l;
+    const int n = first_image + (int)image;
+    const bool valid = n < s.n && row >= 0 && row < s.h && column >= 0 && column < s.w;
+    const __half* src =
+        valid ? x + (((long long)n * s.h + row) * s.w + column) * s.c + part * 8 : x;
+    copy16(buffer + swizzle(v * 16), src, valid);
+  }
 }
 
 template <int KT>
-__global__ void __launch_bounds__(kThreads) conv_nhwc_kernel(
+__global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
     const __half* __restrict__ x, const __half* __restrict__ w, const float* __restrict__ bias,
-    const __half* __restrict__ z, __half* __restrict__ y, gpu_conv_shape s, int relu) {
+    const __half* __restrict__ z, __half* __restrict__ y, gpu_conv_shape s, conv_plan pl,
+    int relu) {
+  constexpr int kPairs = KT / 16;  // pairs of 8-channel n-tiles
+  constexpr int kTiles = tiles_of(KT);
   extern __shared__ __align__(128) unsigned char smem[];
-  __half* in = reinterpret_cast<__half*>(smem);
-  float* out = reinterpret_cast<float*>(smem);
-  const window win = window_of(s);
-  const int image = blockIdx.x;
-  const int p0 = blockIdx.y * kRows;
-  const int k_tiles = s.k / KT;
-  const int q0 = blockIdx.z / k_tiles * kCols, k0 = blockIdx.z % k_tiles * KT;
-  const int warp = threadIdx.x / 32;
+  __shared__ unsigned step_at[kMaxSteps];  // per tap and k-step: window pixels << 8 | k-step
+  const unsigned weights_at = shared_address(smem);
+  const unsigned windows_at = weights_at + (unsigned)pl.weight_bytes;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int k0 = blockIdx.y * KT;
+  const int steps = s.c / 16;  // 16 input channels a k-step
+  const int all_steps = s.r * s.s * steps;
 
-  // The window: input rows p0 stride_h - pad_t on, columns q0 stride_w - pad_l on.
-  const int top = p0 * s.stride_h - s.pad_t, left = q0 * s.stride_w - s.pad_l;
-  const int vectors = s.c / 8;  // 16 bytes each
-  const __half* plane = x + (long long)image * s.h * s.w * s.c;
-  for (int v = threadIdx.x; v < win.rows * win.cols * vectors; v += kThreads) {
-    const int part = v % vectors, pixel = v / vectors;
-    const int row = top + pixel / win.cols, col = left + pixel % win.cols;
-    uint4 value = make_uint4(0, 0, 0, 0);
-    if (row >= 0 && row < s.h && col >= 0 && col < s.w)
-      value = __ldg(reinterpret_cast<const uint4*>(plane + ((long long)row * s.w + col) * s.c) +
-                    part);
-    *reinterpret_cast<uint4*>(in + pixel * win.pitch + part * 8) = value;
-  }
-  __syncthreads();
-
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][KT / 16];
-#pragma unroll
-  for (int f = 0; f < 2; f++)
-#pragma unroll
-    for (int j = 0; j < KT / 16; j++) wmma::fill_fragment(acc[f][j], 0.0f);
-  const int ldm = s.stride_w * win.pitch;
-  for (int r = 0; r < s.r; r++)
-    for (int t = 0; t < s.s; t++) {
-      const __half* weights = w + ((long long)(r * s.s + t) * s.c) * s.k + k0;
-      const __half* a0 = in + ((2 * warp * s.stride_h + r * s.dil_h) * win.cols + t * s.dil_w) *
-                                  win.pitch;
-      for (int c0 = 0; c0 < s.c; c0 += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a[2];
-#pragma unroll
-        for (int f = 0; f < 2; f++)
-          wmma::load_matrix_sync(a[f], a0 + f * s.stride_h * win.cols * win.pitch + c0, ldm);
-#pragma unroll
-        for (int j = 0; j < KT / 16; j++) {
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
-          wmma::load_matrix_sync(b, weights + (long long)c0 * s.k + j * 16, s.k);
-#pragma unroll
-          for (int f = 0; f < 2; f++) wmma::mma_sync(acc[f][j], a[f], b, acc[f][j]);
-        }
-      }
+  // This block's slice of the weights: for each tap and k-step, its kPairs of the layer's
+  // k / 16 pairs, 512 bytes each.
+  {
+    const int pairs = s.k / 16, chunks = all_steps * kPairs * 32;
+    for (int v = threadIdx.x; v < chunks; v += kThreads) {
+      const int tap_step = v / (kPairs * 32), rest = v - tap_step * kPairs * 32;
+      copy16(weights_at + v * 16,
+             w + ((long long)tap_step * pairs + blockIdx.y * kPairs) * 256 + rest * 8, true);
     }
+    for (int i = threadIdx.x; i < all_steps; i += kThreads) {
+      const int tap = i / steps, r = tap / s.s, t = tap - r * s.s;
+      step_at[i] = (unsigned)(r * s.dil_h * pl.window_cols + t * s.dil_w) << 8 | (i - tap * steps);
+    }
+  }
+  int item = blockIdx.x;
+  if (item < pl.items) load_window(x, s, pl, item, windows_at);
+  copies_commit();
 
-  __syncthreads();  // every warp is done with the window: its room becomes the output's
-  const int op = KT + 4;
+  // Where this lane's ldmatrix row lies: matrix lane / 8 of the four (rows 0-7 / 8-15 of the
+  // tile, channels 0-7 / 8-15 of the k-step), row lane % 8 of it.
+  const int a_row = (lane / 8 % 2) * 8 + lane % 8, a_half = lane / 16;
+  const int item_pixels = pl.images * pl.band * s.q;
+  const int tiles = (item_pixels + 15) / 16;
+  const unsigned pixel_bytes = (unsigned)s.c * 2;
+  const int g = lane / 4, t4 = lane % 4;
+
+  for (int buffer = 0; item < pl.items; item += gridDim.x, buffer ^= 1) {
+    const int next = item + gridDim.x;
+    if (next < pl.items)
+      load_window(x, s, pl, next, windows_at + (buffer ^ 1) * (unsigned)pl.window_bytes);
+    copies_commit();
+    copies_wait_all_but_one();
+    __syncthreads();
+    const unsigned window = windows_at + buffer * (unsigned)pl.window_bytes;
+    const int group = (unsigned)item / pl.by_bands, band = item - group * pl.bands;
+    const int images_here = min(pl.images, s.n - group * pl.images);
+    const int rows_here = min(pl.band, s.p - band * pl.band);
+    const int pixels_here = pl.images == 1 ? rows_here * s.q : images_here * s.p * s.q;
+    const int first_image = group * pl.images;
+
+    for (int set = warp; set * kTiles < tiles; set += kWarps) {
+      // The window byte of this lane's A row in each tile at tap (0, 0) and k-step 0; rows past
+      // the item's pixels read its last one (computed, never stored).
+      unsigned a_pixel[kTiles];
 #pragma unroll
-  for (int f = 0; f < 2; f++)
+      for (int f = 0; f < kTiles; f++) {
+        const unsigned m = (unsigned)min((set * kTiles + f) * 16 + a_row, pixels_here - 1);
+        const unsigned image = m / pl.by_item_pixels;
+        const unsigned rest = m - image * pl.by_item_pixels.d;
+        const unsigned p = rest / pl.by_q, q = rest - p * pl.by_q.d;
+        a_pixel[f] = (image * pl.window_rows + p * s.stride_h) * pl.window_cols + q * s.stride_w;
+      }
+      // Where this lane's outputs go (rows g and g + 8 of each tile; -1: past the item), and
+      // their residual, read now so that its latency passes under the taps' work.
+      long long out_at[kTiles][2];
+      __half2 residual[kTiles][2][KT / 8];
 #pragma unroll
-    for (int j = 0; j < KT / 16; j++)
-      wmma::store_matrix_sync(out + ((2 * warp + f) * kCols) * op + j * 16, acc[f][j], op,
-                              wmma::mem_row_major);
-  __syncthreads();
-  for (int v = threadIdx.x; v < kRows * kCols * KT / 8; v += kThreads) {
-    const int i = v / (KT / 8), kk = v % (KT / 8) * 8;
-    const int p = p0 + i / kCols, q = q0 + i % kCols;
-    if (p >= s.p || q >= s.q) continue;
-    float sum[8];
+      for (int f = 0; f < kTiles; f++)
 #pragma unroll
-    for (int u = 0; u < 8; u++) sum[u] = out[i * op + kk + u] + (bias ? bias[k0 + kk + u] : 0.0f);
-    const long long at = (((long long)image * s.p + p) * s.q + q) * s.k + k0 + kk;
-    conv_epilogue8(sum, z, y, at, relu);
+        for (int h = 0; h < 2; h++) {
+          const int m = (set * kTiles + f) * 16 + g + 8 * h;
+          const unsigned image = (unsigned)m / pl.by_item_pixels;
+          const unsigned rest = m - image * pl.by_item_pixels.d;
+          out_at[f][h] = m >= pixels_here ? -1
+                         : ((((long long)first_image + image) * s.p + band * pl.band) * s.q +
+                            rest) * s.k + k0 + t4 * 2;
+          const bool read = z && out_at[f][h] >= 0;
+          const __half2* zh = reinterpret_cast<const __half2*>(read ? z + out_at[f][h] : y);
+#pragma unroll
+          for (int j = 0; j < KT / 8; j++)
+            residual[f][h][j] = read ? __ldg(zh + j * 4) : __floats2half2_rn(0.0f, 0.0f);
+        }
+      float acc[kTiles][KT / 8][4];
+#pragma unroll
+      for (int j = 0; j < KT / 8; j++) {
+        const float b0 = bias ? bias[k0 + j * 8 + t4 * 2] : 0.0f;
+        const float b1 = bias ? bias[k0 + j * 8 + t4 * 2 + 1] : 0.0f;
+#pragma unroll
+        for (int f = 0; f < kTiles; f++)
+          acc[f][j][0] = b0, acc[f][j][1] = b1, acc[f][j][2] = b0, acc[f][j][3] = b1;
+      }
+
+      // The taps and k-steps, each step's fragments loaded while the step before it multiplies.
+      unsigned a[2][kTiles][4];
+      uint4 b[2][kPairs];
+      auto load = [&](int i, unsigned (&a_)[kTiles][4], uint4 (&b_)[kPairs]) {
+        const unsigned at = step_at[i];
+        const unsigned chunk = ((at & 255) * 2 + a_half) * 16;
+#pragma unroll
+        for (int np = 0; np < kPairs; np++)
+          asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                       : "=r"(b_[np].x), "=r"(b_[np].y), "=r"(b_[np].z), "=r"(b_[np].w)
+                       : "r"(weights_at + ((i * kPairs + np) * 32 + lane) * 16));
+#pragma unroll
+        for (int f = 0; f < kTiles; f++)
+          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                       : "=r"(a_[f][0]), "=r"(a_[f][1]), "=r"(a_[f][2]), "=r"(a_[f][3])
+                       : "r"(window + swizzle((a_pixel[f] + (at >> 8)) * pixel_bytes + chunk)));
+      };
+      auto multiply = [&](const unsigned (&a_)[kTiles][4], const uint4 (&b_)[kPairs]) {
+#pragma unroll
+        for (int f = 0; f < kTiles; f++)
+#pragma unroll
+          for (int np = 0; np < kPairs; np++) {
+            mma16816(acc[f][2 * np], a_[f], b_[np].x, b_[np].y);
+            mma16816(acc[f][2 * np + 1], a_[f], b_[np].z, b_[np].w);
+          }
+      };
+      load(0, a[0], b[0]);
+      for (int i = 0; i < all_steps; i += 2) {
+        if (i + 1 < all_steps) load(i + 1, a[1], b[1]);
+        multiply(a[0], b[0]);
+        if (i + 1 >= all_steps) break;
+        if (i + 2 < all_steps) load(i + 2, a[0], b[0]);
+        multiply(a[1], b[1]);
+      }
+
+      // Epilogue: this lane holds rows g and g + 8 of each tile, channels t4 * 2 and + 1 of
+      // each 8-channel n-tile.
+#pragma unroll
+      for (int f = 0; f < kTiles; f++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          if (out_at[f][h] < 0) continue;
+#pragma unroll
+          for (int j = 0; j < KT / 8; j++) {
+            float v0 = acc[f][j][2 * h], v1 = acc[f][j][2 * h + 1];
+            if (z) v0 += __low2float(residual[f][h][j]), v1 += __high2float(residual[f][h][j]);
+            if (relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
+            *reinterpret_cast<__half2*>(y + out_at[f][h] + j * 8) = __floats2half2_rn(v0, v1);
+          }
+        }
+    }
+    __syncthreads();  // every warp is done with this buffer before the next item refills it
   }
 }
 
 template <int KT>
 cudaError_t launch(const void* x, const void* w, const float* bias, const void* z, void* y,
-                   const gpu_conv_shape& s, int relu, cudaStream_t stream) {
-  const size_t bytes = shared_bytes(s, KT);
-  if (bytes > (48 << 10)) {
-    const cudaError_t err = cudaFuncSetAttribute(
-        conv_nhwc_kernel<KT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-    if (err != cudaSuccess) return err;
-  }
-  const dim3 grid((unsigned)s.n, (unsigned)((s.p + kRows - 1) / kRows),
-                  (unsigned)((s.q + kCols - 1) / kCols * (s.k / KT)));
-  conv_nhwc_kernel<KT><<<grid, kThreads, bytes, stream>>>(
+                   const gpu_conv_shape& s, const conv_plan& pl, int relu, cudaStream_t stream) {
+  cudaError_t err = cudaSuccess;
+  if (pl.shared > (48 << 10))
+    err = cudaFuncSetAttribute(conv_nhwc_kernel<KT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               (int)pl.shared);
+  int device = 0, sms = 0, resident = 0;
+  if (err == cudaSuccess) err = cudaGetDevice(&device);
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err == cudaSuccess)
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, conv_nhwc_kernel<KT>, kThreads,
+                                                        pl.shared);
+  if (err != cudaSuccess) return err;
+  const int ktiles = s.k / KT;
+  const long long fill = (long long)sms * (resident > 0 ? resident : 1);
+  const int blocks = (int)(pl.items < (fill + ktiles - 1) / ktiles ? pl.items
+                                                                   : (fill + ktiles - 1) / ktiles);
+  conv_nhwc_kernel<KT><<<dim3((unsigned)blocks, (unsigned)ktiles), kThreads, pl.shared, stream>>>(
       static_cast<const __half*>(x), static_cast<const __half*>(w), bias,
-      static_cast<const __half*>(z), static_cast<__half*>(y), s, relu);
+      static_cast<const __half*>(z), static_cast<__half*>(y), s, pl, relu);
   return cudaGetLastError();
 }
 
 }  // namespace
 
 extern "C" int gpu_conv_nhwc_takes(const gpu_conv_shape* s) {
-  return s->c % 16 == 0 && s->k % 16 == 0 && s->c >= 16 && s->c <= kMaxChannels && s->k >= 16 &&
-         s->n <= 0x7fffffff && (s->p + kRows - 1) / kRows <= 65535 &&
-         shared_bytes(*s, 16) <= kMaxShared && shared_bytes(*s, 64) <= kMaxShared;
+  conv_plan pl;
+  return s->c % 16 == 0 && s->k % 16 == 0 && s->c >= 16 && s->k >= 16 && s->n >= 1 &&
+         s->p >= 1 && s->q >= 1 && plan_conv(*s, &pl);
 }
 
 extern "C" ttp_status gpu_conv_nhwc(const void* x, const void* weights, const float* bias,
                                     const void* z, void* y, const gpu_conv_shape* s, int relu,
                                     cudaStream_t stream, ttp_err* e) {
-  if (!gpu_conv_nhwc_takes(s))
-    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_conv_nhwc: %d to %d channels (multiples of 16, "
-               "at most %d in)", s->c, s->k, kMaxChannels);
-  const cudaError_t err = s->k % 64 == 0   ? launch<64>(x, weights, bias, z, y, *s, relu, stream)
-                          : s->k % 32 == 0 ? launch<32>(x, weights, bias, z, y, *s, relu, stream)
-                                           : launch<16>(x, weights, bias, z, y, *s, relu, stream);
+  conv_plan pl;
+  if (!gpu_conv_nhwc_takes(s) || !plan_conv(*s, &pl))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_conv_nhwc: %d to %d channels, a %dx%d window "
+               "(multiples of 16 channels, the weights and two windows within shared memory)",
+               s->c, s->k, s->r, s->s);
+  cudaError_t err;
+  switch (pl.kt) {
+    case 64: err = launch<64>(x, weights, bias, z, y, *s, pl, relu, stream); break;
+    case 48: err = launch<48>(x, weights, bias, z, y, *s, pl, relu, stream); break;
+    case 32: err = launch<32>(x, weights, bias, z, y, *s, pl, relu, stream); break;
+    default: err = launch<16>(x, weights, bias, z, y, *s, pl, relu, stream); break;
+  }
   if (err != cudaSuccess)
     return ERR(e, TTP_ERR_CUDA, "conv_nhwc_kernel launch: %s", cudaGetErrorString(err));
   return TTP_OK;
 }
 
+/* The mma's B fragments in register order: for each tap, k-step of 16 input channels and pair
+   of 8-channel n-tiles, 32 lanes x 8 halves: lane l holds, of n-tile 0 then 1 of the pair,
+   output channel l / 4 and input channels (l % 4) * 2, + 1, + 8 and + 9 of the step. */
 extern "C" void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp,
-                                 float* rsck) {
-  for (size_t i = 0; i < (size_t)r * s * cp * k; i++) rsck[i] = 0.0f;
-  for (int o = 0; o < k; o++)
-    for (int i = 0; i < c; i++)
-      for (int a = 0; a < r; a++)
-        for (int b = 0; b < s; b++)
-          rsck[(((size_t)a * s + b) * cp + i) * k + o] =
-              kcrs[(((size_t)o * c + i) * r + a) * s + b];
+                                 float* out) {
+  const int steps = cp / 16, pairs = k / 16;
+  for (int tap = 0; tap < r * s; tap++)
+    for (int step = 0; step < steps; step++)
+      for (int pair = 0; pair < pairs; pair++)
+        for (int lane = 0; lane < 32; lane++)
+          for (int e = 0; e < 8; e++) {
+            const int n = pair * 16 + e / 4 * 8 + lane / 4;
+            const int i = step * 16 + (lane % 4) * 2 + e % 2 + (e % 4 / 2) * 8;
+            const size_t at = ((((size_t)tap * steps + step) * pairs + pair) * 32 + lane) * 8 + e;
+            out[at] = i < c ? kcrs[(((size_t)n * c + i) * r + tap / s) * s + tap % s] : 0.0f;
+          }
 }

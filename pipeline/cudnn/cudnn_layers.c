@@ -253,16 +253,18 @@ static gpu_conv_shape own_shape(const gpu_context* ctx, const gpu_layer* L, int 
                           w->s, w->stride_h, w->stride_w, w->pad_t, w->pad_l, w->dil_h, w->dil_w};
 }
 
-/* ttapipe's NHWC fp16 convolution (conv_kernels.h) where it is faster than cuDNN's, as
-   bench_conv_lab measured on ResNet-20's shapes (BENCHMARKS.md): 1x1 windows, and windows of
-   stride 1 over maps 32 or more columns wide; one group, no dilation. */
+/* ttapipe's NHWC fp16 convolution (conv_kernels.h) where the engine ran faster with it than with
+   cuDNN's (ResNet-20, fp16, one A/B call: BENCHMARKS.md): 1x1 windows, and windows of stride 1
+   over maps 32 or more columns wide. On the narrower maps and the strided 3x3 windows the
+   convolutions cuDNN picks in the engine are faster, though not the ones bench_conv_lab times
+   beside ours. One group; it pads unevenly by itself. */
 static int own_conv_suits(const gpu_context* ctx, const gpu_layer* L) {
   const model_layer* l = L->l;
   const model_window* w = &l->p.conv.w;
-  if ((l->p.conv.groups > 1) || w->dil_h != 1 || w->dil_w != 1 || L->explicit_pad) return 0;
-  const gpu_conv_shape s = own_shape(ctx, L, ctx->rows[ctx->buckets - 1]);
+  if (l->p.conv.groups > 1) return 0;
   const int suited = (w->r == 1 && w->s == 1) ||
                      (w->stride_h == 1 && w->stride_w == 1 && l->out.w >= 32);
+  const gpu_conv_shape s = own_shape(ctx, L, ctx->rows[ctx->buckets - 1]);
   return suited && gpu_conv_nhwc_takes(&s);
 }
 
@@ -314,11 +316,13 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   L->x_shape = l->in;
   L->depthwise = ctx->nhwc && gpu_depthwise_suits(l);
   if (L->depthwise) return depthwise_plan(ctx, L, e);
+  if (L->input_c) L->x_shape.c = L->input_c; /* zero channels past the model's: zero weights */
+  L->own = ctx->nhwc && own_conv_suits(ctx, L);
+  if (L->own) return own_conv_plan(ctx, L, e);
   /* cuDNN pads the same above as below and left as right; other padding (TensorFlow's "same"
      of a stride 2) is written out first into the scratch buffer, and the convolution then pads
      nothing. */
   L->explicit_pad = w->pad_t != w->pad_b || w->pad_l != w->pad_r;
-  if (L->input_c) L->x_shape.c = L->input_c; /* zero channels past the model's: zero weights */
   int pad_h = w->pad_t, pad_w = w->pad_l;
   if (L->explicit_pad) {
     L->x_shape.h += w->pad_t + w->pad_b, L->x_shape.w += w->pad_l + w->pad_r;
@@ -327,8 +331,6 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
                         ctx->elem;
     if (need > ctx->scratch_size) ctx->scratch_size = need;
   }
-  L->own = ctx->nhwc && own_conv_suits(ctx, L);
-  if (L->own) return own_conv_plan(ctx, L, e);
   TRY(plan_tensors(ctx, L, L->x_shape, e));
   float* krsc = NULL;
   const int c = L->x_shape.c / groups;
