@@ -83,7 +83,6 @@ static int split(const char* text, char* copy, size_t size, const char** items, 
 /* The GPUs behind each pipeline: --batch is each one's batch. */
 static size_t gpu_count(const bench* b) { return b->device_count > 1 ? (size_t)b->device_count : 1; }
 
-static int host_engine(const char* name) { return !strcmp(name, "cpu") || !strcmp(name, "onednn"); }
 
 /* The name of the engine p opened (its description's first word), as cli_engine_names spells
    it; "auto" if none matches. */
@@ -126,7 +125,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   }
   if (!strcmp(engine, "auto")) { /* the row names the engine auto opened */
     engine = opened_engine(p);
-    if (host_engine(engine)) {
+    if (cli_engine_on_host(engine)) {
       if (strcmp(precision, "fp32") || !strcmp(graph, "off")) {
         ttp_close(p);
         return 2;
@@ -375,7 +374,7 @@ static int run_bench(const cli_args* a) {
   for (int e = 0; e < ne; e++)
     for (int pr = 0; pr < np; pr++)
       for (int g = 0; g < ng; g++) {
-        int cpu = host_engine(engines[e]);
+        int cpu = cli_engine_on_host(engines[e]);
         /* The CPU engines have one precision and no graphs. */
         if (cpu && (pr > 0 || g > 0)) continue;
         const char* graph = cpu ? "-" : graphs[g];

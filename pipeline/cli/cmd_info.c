@@ -16,7 +16,11 @@ static int run_info(const cli_args* a) {
   if (rc != CLI_EXIT_OK) return rc;
   const ttp_model_info* m = ttp_model(p);
   printf("build   %s\n", ttp_build_string());
-  printf("GPUs    %d\n", ttp_gpu_count());
+  const char* engine = cli_get(a, "engine");
+  if (engine && cli_engine_on_host(engine)) /* a CPU engine's process never starts CUDA */
+    printf("GPUs    not counted (engine %s runs on the CPU)\n", engine);
+  else
+    printf("GPUs    %d\n", ttp_gpu_count());
   printf("model   %s\n", cli_get(a, "model"));
   printf("input   %dx%dx%d, %d classes:", m->input_channels, m->input_rows, m->input_cols,
          m->classes);

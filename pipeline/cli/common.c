@@ -90,6 +90,10 @@ const char* const cli_engine_names[] = {"auto", "cpu", "cudnn", "fused", "onednn
 const ttp_engine cli_engine_ids[] = {TTP_ENGINE_AUTO, TTP_ENGINE_CPU, TTP_ENGINE_CUDNN,
                                      TTP_ENGINE_FUSED, TTP_ENGINE_ONEDNN};
 
+int cli_engine_on_host(const char* name) {
+  return !strcmp(name, "cpu") || !strcmp(name, "onednn");
+}
+
 int cli_engine_id(const char* name, ttp_engine* id) {
   for (int i = 1; cli_engine_names[i]; i++)
     if (strcmp(name, cli_engine_names[i]) == 0) {

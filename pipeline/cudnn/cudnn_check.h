@@ -1,17 +1,16 @@
-/* CUDNN_TRY and CUBLAS_TRY: as CUDA_TRY (cuda_check.h), for cuDNN and cuBLAS(Lt) calls. */
+/* CUDNN_TRY and CUBLAS_TRY: as CUDA_TRY (cuda_check.h), for cuDNN and cuBLAS(Lt) calls (through
+   gpu_libs, dnn_libs.h). */
 #ifndef TTP_CUDNN_CHECK_H
 #define TTP_CUDNN_CHECK_H
 
-#include <cublasLt.h>
-#include <cudnn.h>
-
 #include "../cuda_check.h"
+#include "dnn_libs.h"
 
 #define CUDNN_TRY(e, call)                                                                   \
   do {                                                                                       \
     cudnnStatus_t cudnn_status_ = (call);                                                    \
     if (cudnn_status_ != CUDNN_STATUS_SUCCESS)                                               \
-      return ERR((e), TTP_ERR_CUDNN, "%s: %s", #call, cudnnGetErrorString(cudnn_status_));   \
+      return ERR((e), TTP_ERR_CUDNN, "%s: %s", #call, gpu_libs.cudnnGetErrorString(cudnn_status_));   \
   } while (0)
 
 #define CUBLAS_TRY(e, call)                                                                  \
@@ -19,7 +18,7 @@
     cublasStatus_t cublas_status_ = (call);                                                  \
     if (cublas_status_ != CUBLAS_STATUS_SUCCESS)                                             \
       return ERR((e), TTP_ERR_CUBLAS, "%s: %s", #call,                                       \
-                 cublasLtGetStatusString(cublas_status_));                                   \
+                 gpu_libs.cublasLtGetStatusString(cublas_status_));                                   \
   } while (0)
 
 #endif

@@ -151,16 +151,18 @@ static ttp_status plan_context(gpu_context* ctx, const engine_config* c, const g
   for (int k = 0; k < b->count; k++) ctx->rows[k] = b->images[k] * c->spec.copies;
   ctx->canonical_rows = canonical_images * c->spec.copies;
   ctx->gemm_workspace_size = GEMM_WORKSPACE;
-  CUDNN_TRY(e, cudnnCreate(&ctx->dnn));
-  CUDNN_TRY(e, cudnnSetStream(ctx->dnn, stream));
-  CUBLAS_TRY(e, cublasLtCreate(&ctx->lt));
+  TRY(dnn_libs_load(e));
+  CUDNN_TRY(e, gpu_libs.cudnnCreate(&ctx->dnn));
+  CUDNN_TRY(e, gpu_libs.cudnnSetStream(ctx->dnn, stream));
+  CUBLAS_TRY(e, gpu_libs.cublasLtCreate(&ctx->lt));
   return TTP_OK;
 }
 
 /* After every layer is planned: the workspaces they asked for. */
 static ttp_status plan_workspaces(gpu_context* ctx, ttp_err* e) {
   if (ctx->conv_workspace_size)
-    TRY(gpu_alloc(&ctx->conv_workspace, ctx->conv_workspace_size, "the convolutions' workspace", e));
+    TRY(gpu_alloc(&ctx->conv_workspace, ctx->conv_workspace_size, "the convolutions' workspace",
+                  e));
   if (ctx->scratch_size)
     TRY(gpu_alloc(&ctx->scratch, ctx->scratch_size, "the scratch buffer", e));
   TRY(gpu_alloc(&ctx->gemm_workspace, ctx->gemm_workspace_size, "the GEMMs' workspace", e));
@@ -171,8 +173,8 @@ static void destroy_context(gpu_context* ctx) {
   cudaFree(ctx->conv_workspace);
   cudaFree(ctx->gemm_workspace);
   cudaFree(ctx->scratch);
-  if (ctx->lt) cublasLtDestroy(ctx->lt);
-  if (ctx->dnn) cudnnDestroy(ctx->dnn);
+  if (ctx->lt) gpu_libs.cublasLtDestroy(ctx->lt);
+  if (ctx->dnn) gpu_libs.cudnnDestroy(ctx->dnn);
   memset(ctx, 0, sizeof *ctx);
 }
 

@@ -3,12 +3,13 @@
 
      conv     cudnnConvolutionForward (cross-correlation, zero padding, groups, dilation),
               then the epilogue kernel (bias, residual Add, ReLU), or all in one
-              cudnnConvolutionBiasActivationForward where cuDNN takes it. Uneven padding is written out first (window_copy_kernel into
-              the scratch buffer). The algorithm: cudnnFindConvolutionForwardAlgorithm at the
-              canonical batch (or, with TTP_PLAN_HEURISTIC, cuDNN's heuristic ranking, nothing
-              timed), the fastest implicit GEMM that every bucket supports (and, in fp32, that
-              uses no tensor cores: no TF32). fp32: FMA math. fp16 and tf32: tensor-core math,
-              fp32 accumulation. In NHWC fp16, ttapipe's own kernels where cuDNN is slower or
+              cudnnConvolutionBiasActivationForward where cuDNN takes it. Uneven padding is
+              written out first (window_copy_kernel into the scratch buffer). The algorithm:
+              cudnnFindConvolutionForwardAlgorithm at the canonical batch (or, with
+              TTP_PLAN_HEURISTIC, cuDNN's heuristic ranking, nothing timed), the fastest
+              implicit GEMM that every bucket supports (and, in fp32, that uses no tensor
+              cores: no TF32). fp32: FMA math. fp16 and tf32: tensor-core math, fp32
+              accumulation. In NHWC fp16, ttapipe's own kernels where cuDNN is slower or
               absent, with bias, residual Add and ReLU in their epilogue: its convolution
               (conv_kernels.h; own_conv_suits says where) and, for one filter a channel, its
               depthwise convolution (depthwise_kernel.h).
@@ -19,8 +20,8 @@
               pointwise_kernel, unless an fc layer applies the ReLU in its epilogue.
      fc       one cublasLtMatmul over all n rows: D (out x n) = W (in x out)^T X (in x n), the
               bias (and the ReLU that follows) in the epilogue. Compute type fp32 (fp16 inputs
-              run on tensor cores), fp32 on TF32 tensor cores in tf32. The algorithm: the heuristic's best at
-              the largest bucket that every bucket accepts with split-K off.
+              run on tensor cores), fp32 on TF32 tensor cores in tf32. The algorithm: the
+              heuristic's best at the largest bucket that every bucket accepts with split-K off.
      lrn      cudnnLRNCrossChannelForward (the model's n, alpha, beta, k are cuDNN's definition).
      softmax  cudnnSoftmaxForward, accurate, over each row's C x H x W.
      add, sub, mul, div, affine, prelu, slice, pad, shuffle
@@ -54,11 +55,11 @@ static gpu_dims dims(const gpu_context* ctx, model_shape s) {
 static ttp_status plan_tensors(gpu_context* ctx, gpu_layer* L, model_shape in, ttp_err* e) {
   const model_layer* l = L->l;
   for (int b = 0; b < ctx->buckets; b++) {
-    CUDNN_TRY(e, cudnnCreateTensorDescriptor(&L->x[b]));
-    CUDNN_TRY(e, cudnnCreateTensorDescriptor(&L->y[b]));
-    CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->x[b], ctx->format, ctx->dnn_type,
+    CUDNN_TRY(e, gpu_libs.cudnnCreateTensorDescriptor(&L->x[b]));
+    CUDNN_TRY(e, gpu_libs.cudnnCreateTensorDescriptor(&L->y[b]));
+    CUDNN_TRY(e, gpu_libs.cudnnSetTensor4dDescriptor(L->x[b], ctx->format, ctx->dnn_type,
                                             ctx->rows[b], in.c, in.h, in.w));
-    CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->y[b], ctx->format, ctx->dnn_type,
+    CUDNN_TRY(e, gpu_libs.cudnnSetTensor4dDescriptor(L->y[b], ctx->format, ctx->dnn_type,
                                             ctx->rows[b], l->out.c, l->out.h, l->out.w));
   }
   return TTP_OK;
@@ -172,8 +173,8 @@ static conv_choice conv_choices[MAX_CONV_CHOICES];
 static int conv_choice_count;
 static pthread_mutex_t conv_choice_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int usable(const gpu_context* ctx, const gpu_layer* L, const cudnnConvolutionFwdAlgoPerf_t* p,
-                  size_t* workspace) {
+static int usable(const gpu_context* ctx, const gpu_layer* L,
+                  const cudnnConvolutionFwdAlgoPerf_t* p, size_t* workspace) {
   int tensor_cores = p->mathType == CUDNN_TENSOR_OP_MATH ||
                      p->mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
   /* Implicit GEMM only: each output is a plain sum of products, accumulated in fp32, whatever
@@ -186,8 +187,8 @@ static int usable(const gpu_context* ctx, const gpu_layer* L, const cudnnConvolu
   *workspace = 0;
   for (int b = 0; b < ctx->buckets; b++) {
     size_t need;
-    if (cudnnGetConvolutionForwardWorkspaceSize(ctx->dnn, L->x[b], L->filter, L->conv, L->y[b],
-                                                p->algo, &need) != CUDNN_STATUS_SUCCESS)
+    if (gpu_libs.cudnnGetConvolutionForwardWorkspaceSize(
+            ctx->dnn, L->x[b], L->filter, L->conv, L->y[b], p->algo, &need) != CUDNN_STATUS_SUCCESS)
       return 0;
     if (need > *workspace) *workspace = need;
   }
@@ -200,27 +201,28 @@ static ttp_status find_conv_algo(gpu_context* ctx, gpu_layer* L, conv_choice* pi
   cudnnTensorDescriptor_t x = NULL, y = NULL;
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
-  cudnnStatus_t st = cudnnCreateTensorDescriptor(&x);
-  if (st == CUDNN_STATUS_SUCCESS) st = cudnnCreateTensorDescriptor(&y);
+  cudnnStatus_t st = gpu_libs.cudnnCreateTensorDescriptor(&x);
+  if (st == CUDNN_STATUS_SUCCESS) st = gpu_libs.cudnnCreateTensorDescriptor(&y);
   if (st == CUDNN_STATUS_SUCCESS)
-    st = cudnnSetTensor4dDescriptor(x, ctx->format, ctx->dnn_type, ctx->canonical_rows,
+    st = gpu_libs.cudnnSetTensor4dDescriptor(x, ctx->format, ctx->dnn_type, ctx->canonical_rows,
                                     L->x_shape.c, L->x_shape.h, L->x_shape.w);
   if (st == CUDNN_STATUS_SUCCESS)
-    st = cudnnSetTensor4dDescriptor(y, ctx->format, ctx->dnn_type, ctx->canonical_rows,
+    st = gpu_libs.cudnnSetTensor4dDescriptor(y, ctx->format, ctx->dnn_type, ctx->canonical_rows,
                                     l->out.c, l->out.h, l->out.w);
   const int measure = ctx->plan == TTP_PLAN_MEASURE;
   const char* call = measure ? "cudnnFindConvolutionForwardAlgorithm"
                              : "cudnnGetConvolutionForwardAlgorithm_v7";
   if (st == CUDNN_STATUS_SUCCESS && measure)
-    st = cudnnFindConvolutionForwardAlgorithm(ctx->dnn, x, L->filter, L->conv, y,
+    st = gpu_libs.cudnnFindConvolutionForwardAlgorithm(ctx->dnn, x, L->filter, L->conv, y,
                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
   else if (st == CUDNN_STATUS_SUCCESS)
-    st = cudnnGetConvolutionForwardAlgorithm_v7(ctx->dnn, x, L->filter, L->conv, y,
+    st = gpu_libs.cudnnGetConvolutionForwardAlgorithm_v7(ctx->dnn, x, L->filter, L->conv, y,
                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
-  if (x) cudnnDestroyTensorDescriptor(x);
-  if (y) cudnnDestroyTensorDescriptor(y);
+  if (x) gpu_libs.cudnnDestroyTensorDescriptor(x);
+  if (y) gpu_libs.cudnnDestroyTensorDescriptor(y);
   if (st != CUDNN_STATUS_SUCCESS)
-    return ERR(e, TTP_ERR_CUDNN, "layer %s: %s: %s", l->name, call, cudnnGetErrorString(st));
+    return ERR(e, TTP_ERR_CUDNN, "layer %s: %s: %s", l->name, call,
+               gpu_libs.cudnnGetErrorString(st));
   const cudnnConvolutionFwdAlgoPerf_t* best = NULL;
   size_t workspace;
   for (int i = 0; i < found && !best; i++) /* sorted by time, or by the heuristic's rank */
@@ -229,7 +231,8 @@ static ttp_status find_conv_algo(gpu_context* ctx, gpu_layer* L, conv_choice* pi
     char offered[160] = "";
     for (int i = 0, n = 0; i < found && i < 4 && n >= 0 && (size_t)n < sizeof offered; i++)
       n += snprintf(offered + n, sizeof offered - n, "%s%d (%s, math %d)", i ? ", " : "",
-                    (int)perf[i].algo, cudnnGetErrorString(perf[i].status), (int)perf[i].mathType);
+                    (int)perf[i].algo, gpu_libs.cudnnGetErrorString(perf[i].status),
+                    (int)perf[i].mathType);
     return ERR(e, TTP_ERR_CUDNN, "layer %s: no convolution algorithm serves every batch bucket "
                "(cuDNN offered algorithms %s)", l->name, found ? offered : "none");
   }
@@ -339,18 +342,18 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   ttp_status up = upload_weights(ctx, L, krsc, (size_t)l->p.conv.k * c * w->r * w->s, e);
   free(krsc);
   TRY(up);
-  CUDNN_TRY(e, cudnnCreateFilterDescriptor(&L->filter));
-  CUDNN_TRY(e, cudnnSetFilter4dDescriptor(L->filter, ctx->dnn_type, ctx->format, l->p.conv.k, c,
-                                          w->r, w->s));
-  CUDNN_TRY(e, cudnnCreateConvolutionDescriptor(&L->conv));
-  CUDNN_TRY(e, cudnnSetConvolution2dDescriptor(L->conv, pad_h, pad_w, w->stride_h, w->stride_w,
-                                               w->dil_h, w->dil_w, CUDNN_CROSS_CORRELATION,
-                                               CUDNN_DATA_FLOAT));
-  CUDNN_TRY(e, cudnnSetConvolutionGroupCount(L->conv, groups));
+  CUDNN_TRY(e, gpu_libs.cudnnCreateFilterDescriptor(&L->filter));
+  CUDNN_TRY(e, gpu_libs.cudnnSetFilter4dDescriptor(L->filter, ctx->dnn_type, ctx->format,
+                                                   l->p.conv.k, c, w->r, w->s));
+  CUDNN_TRY(e, gpu_libs.cudnnCreateConvolutionDescriptor(&L->conv));
+  CUDNN_TRY(e, gpu_libs.cudnnSetConvolution2dDescriptor(L->conv, pad_h, pad_w, w->stride_h,
+                                                        w->stride_w, w->dil_h, w->dil_w,
+                                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  CUDNN_TRY(e, gpu_libs.cudnnSetConvolutionGroupCount(L->conv, groups));
   /* fp32 stays on FMA math: cuDNN's default math would allow TF32 on this hardware. tf32 asks
      for it (fp32 data on tensor-core math is TF32). */
-  CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, ctx->tensor_cores ? CUDNN_TENSOR_OP_MATH
-                                                                      : CUDNN_FMA_MATH));
+  CUDNN_TRY(e, gpu_libs.cudnnSetConvolutionMathType(
+                   L->conv, ctx->tensor_cores ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   conv_choice pick = {.key = {ctx->choice_device, ctx->nhwc, (int)ctx->precision,
                               ctx->canonical_rows, L->x_shape.c, L->x_shape.h, L->x_shape.w,
                               l->p.conv.k, w->r, w->s, w->stride_h, w->stride_w, pad_h, pad_w,
@@ -365,20 +368,21 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
     }
   if (!remembered) {
     s = find_conv_algo(ctx, L, &pick, e);
-    if (s == TTP_OK && conv_choice_count < MAX_CONV_CHOICES) conv_choices[conv_choice_count++] = pick;
+    if (s == TTP_OK && conv_choice_count < MAX_CONV_CHOICES)
+      conv_choices[conv_choice_count++] = pick;
   }
   pthread_mutex_unlock(&conv_choice_lock);
   if (s != TTP_OK) return s;
   size_t workspace = 0;
   cudnnConvolutionFwdAlgoPerf_t as_perf = {.algo = pick.algo, .status = CUDNN_STATUS_SUCCESS,
                                            .mathType = pick.math};
-  if (ctx->tensor_cores) CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, pick.math));
+  if (ctx->tensor_cores) CUDNN_TRY(e, gpu_libs.cudnnSetConvolutionMathType(L->conv, pick.math));
   const char* note = "";
   if (!usable(ctx, L, &as_perf, &workspace)) {
     /* Buckets larger than the remembered pick can serve: this pipeline picks for itself, and
        its bits may differ from the process's other pipelines. */
     TRY(find_conv_algo(ctx, L, &pick, e));
-    if (ctx->tensor_cores) CUDNN_TRY(e, cudnnSetConvolutionMathType(L->conv, pick.math));
+    if (ctx->tensor_cores) CUDNN_TRY(e, gpu_libs.cudnnSetConvolutionMathType(L->conv, pick.math));
     as_perf.algo = pick.algo, as_perf.mathType = pick.math;
     usable(ctx, L, &as_perf, &workspace);
     note = ", own pick for these large buckets";
@@ -394,21 +398,23 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
      tolerance across batch sizes already. */
   int at;
   const int chain = !ctx->m || model_is_chain(ctx->m, &at);
-  L->fused_epilogue = l->bias && groups == 1 && !(ctx->half && chain) &&
-                      (L->fused_relu || pick.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+  L->fused_epilogue =
+      l->bias && groups == 1 && !(ctx->half && chain) &&
+      (L->fused_relu || pick.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
   if (L->fused_epilogue) {
-    CUDNN_TRY(e, cudnnCreateTensorDescriptor(&L->bias_desc));
-    CUDNN_TRY(e, cudnnSetTensor4dDescriptor(L->bias_desc, ctx->format, ctx->dnn_type, 1,
+    CUDNN_TRY(e, gpu_libs.cudnnCreateTensorDescriptor(&L->bias_desc));
+    CUDNN_TRY(e, gpu_libs.cudnnSetTensor4dDescriptor(L->bias_desc, ctx->format, ctx->dnn_type, 1,
                                             l->p.conv.k, 1, 1));
-    CUDNN_TRY(e, cudnnCreateActivationDescriptor(&L->act));
-    CUDNN_TRY(e, cudnnSetActivationDescriptor(L->act, L->fused_relu ? CUDNN_ACTIVATION_RELU
+    CUDNN_TRY(e, gpu_libs.cudnnCreateActivationDescriptor(&L->act));
+    CUDNN_TRY(e, gpu_libs.cudnnSetActivationDescriptor(L->act, L->fused_relu ? CUDNN_ACTIVATION_RELU
                                                                      : CUDNN_ACTIVATION_IDENTITY,
                                               CUDNN_PROPAGATE_NAN, 0.0));
   }
   int tensor_cores = pick.math == CUDNN_TENSOR_OP_MATH ||
                      pick.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
   char timed[48] = "cuDNN's heuristic, not timed";
-  if (pick.ms >= 0) snprintf(timed, sizeof timed, "%.3f ms at %d rows", pick.ms, ctx->canonical_rows);
+  if (pick.ms >= 0)
+    snprintf(timed, sizeof timed, "%.3f ms at %d rows", pick.ms, ctx->canonical_rows);
   snprintf(L->algo, sizeof L->algo, "%s%s, %s%s%s%s%s",
            (unsigned)pick.algo < sizeof conv_algo_names / sizeof *conv_algo_names
                ? conv_algo_names[pick.algo] : "algorithm ?",
@@ -431,21 +437,22 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
   }
   if (L->explicit_pad) {
     const model_window* w = &l->p.conv.w;
-    TRY(gpu_window_copy(x, dims(ctx, l->in), ctx->scratch, dims(ctx, L->x_shape), (size_t)ctx->rows[b], 0,
-                        -w->pad_t, -w->pad_l, 1, 1, 0.0f, ctx->half, ctx->stream, e));
+    TRY(gpu_window_copy(x, dims(ctx, l->in), ctx->scratch, dims(ctx, L->x_shape),
+                        (size_t)ctx->rows[b], 0, -w->pad_t, -w->pad_l, 1, 1, 0.0f, ctx->half,
+                        ctx->stream, e));
     x = ctx->scratch;
   }
   if (L->fused_epilogue) { /* y = act(conv + alpha2 z + bias); z unread when alpha2 is 0 */
     const float alpha2 = z ? 1.0f : 0.0f;
-    CUDNN_TRY(e, cudnnConvolutionBiasActivationForward(
+    CUDNN_TRY(e, gpu_libs.cudnnConvolutionBiasActivationForward(
                      ctx->dnn, &one, L->x[b], x, L->filter, L->weights, L->conv, L->conv_algo,
                      ctx->conv_workspace, ctx->conv_workspace_size, &alpha2, L->y[b],
                      z ? z : out, L->bias_desc, L->bias, L->act, L->y[b], out));
     return TTP_OK;
   }
-  CUDNN_TRY(e, cudnnConvolutionForward(ctx->dnn, &one, L->x[b], x, L->filter, L->weights, L->conv,
-                                       L->conv_algo, ctx->conv_workspace,
-                                       ctx->conv_workspace_size, &zero, L->y[b], out));
+  CUDNN_TRY(e, gpu_libs.cudnnConvolutionForward(ctx->dnn, &one, L->x[b], x, L->filter, L->weights,
+                                                L->conv, L->conv_algo, ctx->conv_workspace,
+                                                ctx->conv_workspace_size, &zero, L->y[b], out));
   if (!L->bias && !z && !L->fused_relu) return TTP_OK;
   return gpu_epilogue(out, L->bias, z, L->fused_relu, (size_t)ctx->rows[b], dims(ctx, l->out),
                       ctx->half, ctx->stream, e);
@@ -599,16 +606,16 @@ static ttp_status reshape_enqueue(const gpu_context* ctx, const gpu_layer* L, in
 
 static ttp_status lrn_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   TRY(plan_tensors(ctx, L, L->l->in, e));
-  CUDNN_TRY(e, cudnnCreateLRNDescriptor(&L->lrn));
-  CUDNN_TRY(e, cudnnSetLRNDescriptor(L->lrn, (unsigned)L->l->p.lrn.n, L->l->p.lrn.alpha,
+  CUDNN_TRY(e, gpu_libs.cudnnCreateLRNDescriptor(&L->lrn));
+  CUDNN_TRY(e, gpu_libs.cudnnSetLRNDescriptor(L->lrn, (unsigned)L->l->p.lrn.n, L->l->p.lrn.alpha,
                                      L->l->p.lrn.beta, L->l->p.lrn.k));
   return TTP_OK;
 }
 
 static ttp_status lrn_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
                               const void* const* in, void* out, ttp_err* e) {
-  CUDNN_TRY(e, cudnnLRNCrossChannelForward(ctx->dnn, L->lrn, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one,
-                                           L->x[b], in[0], &zero, L->y[b], out));
+  CUDNN_TRY(e, gpu_libs.cudnnLRNCrossChannelForward(ctx->dnn, L->lrn, CUDNN_LRN_CROSS_CHANNEL_DIM1,
+                                                    &one, L->x[b], in[0], &zero, L->y[b], out));
   return TTP_OK;
 }
 
@@ -618,8 +625,9 @@ static ttp_status softmax_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
 
 static ttp_status softmax_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
                                   const void* const* in, void* out, ttp_err* e) {
-  CUDNN_TRY(e, cudnnSoftmaxForward(ctx->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
-                                   &one, L->x[b], in[0], &zero, L->y[b], out));
+  CUDNN_TRY(
+      e, gpu_libs.cudnnSoftmaxForward(ctx->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
+                                      &one, L->x[b], in[0], &zero, L->y[b], out));
   return TTP_OK;
 }
 
@@ -627,7 +635,7 @@ static ttp_status softmax_enqueue(const gpu_context* ctx, const gpu_layer* L, in
 
 static ttp_status set_matmul(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t what,
                              const void* value, size_t size, ttp_err* e) {
-  CUBLAS_TRY(e, cublasLtMatmulDescSetAttribute(d, what, value, size));
+  CUBLAS_TRY(e, gpu_libs.cublasLtMatmulDescSetAttribute(d, what, value, size));
   return TTP_OK;
 }
 
@@ -641,44 +649,46 @@ static ttp_status pick_gemm_algo(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   cublasLtMatmulPreference_t pref;
   cublasLtMatrixLayout_t b = NULL, d = NULL;
   cublasLtMatmulHeuristicResult_t results[WANTED];
-  CUBLAS_TRY(e, cublasLtMatmulPreferenceCreate(&pref));
-  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+  CUBLAS_TRY(e, gpu_libs.cublasLtMatmulPreferenceCreate(&pref));
+  cublasStatus_t st = gpu_libs.cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->gemm_workspace_size,
       sizeof ctx->gemm_workspace_size);
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatrixLayoutCreate(&b, ctx->blas_type, in, ctx->canonical_rows, in);
+    st = gpu_libs.cublasLtMatrixLayoutCreate(&b, ctx->blas_type, in, ctx->canonical_rows, in);
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatrixLayoutCreate(&d, ctx->blas_type, out, ctx->canonical_rows, out);
+    st = gpu_libs.cublasLtMatrixLayoutCreate(&d, ctx->blas_type, out, ctx->canonical_rows, out);
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, L->matmul, L->a, b, d, d, pref, WANTED, results,
-                                        &found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  if (b) cublasLtMatrixLayoutDestroy(b);
-  if (d) cublasLtMatrixLayoutDestroy(d);
+    st = gpu_libs.cublasLtMatmulAlgoGetHeuristic(ctx->lt, L->matmul, L->a, b, d, d, pref, WANTED,
+                                                 results, &found);
+  gpu_libs.cublasLtMatmulPreferenceDestroy(pref);
+  if (b) gpu_libs.cublasLtMatrixLayoutDestroy(b);
+  if (d) gpu_libs.cublasLtMatrixLayoutDestroy(d);
   if (st != CUBLAS_STATUS_SUCCESS)
     return ERR(e, TTP_ERR_CUBLAS, "layer %s: cublasLtMatmulAlgoGetHeuristic: %s", L->l->name,
-               cublasLtGetStatusString(st));
+               gpu_libs.cublasLtGetStatusString(st));
   for (int i = 0; i < found; i++) {
     cublasLtMatmulAlgo_t algo = results[i].algo;
     uint32_t splits = 1, reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
-    cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+    gpu_libs.cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
                                          sizeof splits);
-    cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &reduction,
-                                         sizeof reduction);
+    gpu_libs.cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                                  &reduction, sizeof reduction);
     int every_bucket = 1;
     for (int b = 0; b < ctx->buckets && every_bucket; b++) {
       cublasLtMatmulHeuristicResult_t check;
-      every_bucket = cublasLtMatmulAlgoCheck(ctx->lt, L->matmul, L->a, L->b[b], L->d[b], L->d[b],
-                                             &algo, &check) == CUBLAS_STATUS_SUCCESS &&
-                     check.workspaceSize <= ctx->gemm_workspace_size;
+      every_bucket =
+          gpu_libs.cublasLtMatmulAlgoCheck(ctx->lt, L->matmul, L->a, L->b[b], L->d[b], L->d[b],
+                                           &algo, &check) == CUBLAS_STATUS_SUCCESS &&
+          check.workspaceSize <= ctx->gemm_workspace_size;
     }
     if (!every_bucket) continue;
     L->gemm_algo = algo;
     int id = 0, tile = 0;
     size_t written;
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
-                                         &written);
+    gpu_libs.cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id,
+                                                  &written);
+    gpu_libs.cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
+                                                  sizeof tile, &written);
     snprintf(L->algo, sizeof L->algo, "cuBLASLt algo %d tile %d, no split-K%s", id, tile,
              L->fused_relu ? ", bias+ReLU epilogue" : ", bias epilogue");
     return TTP_OK;
@@ -700,11 +710,12 @@ static ttp_status fc_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   /* tf32: fp32 matrices on the tensor cores in TF32, fp32 accumulation. */
   const cublasComputeType_t compute = ctx->precision == TTP_PRECISION_TF32
                                           ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  CUBLAS_TRY(e, cublasLtMatmulDescCreate(&L->matmul, compute, CUDA_R_32F));
+  CUBLAS_TRY(e, gpu_libs.cublasLtMatmulDescCreate(&L->matmul, compute, CUDA_R_32F));
   cublasOperation_t transpose = CUBLAS_OP_T;
   TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose, e));
   if (L->bias) {
-    cublasLtEpilogue_t epilogue = L->fused_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    cublasLtEpilogue_t epilogue =
+        L->fused_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
     TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue, e));
     TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &L->bias, sizeof L->bias, e));
   } else if (L->fused_relu) {
@@ -712,19 +723,22 @@ static ttp_status fc_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
     TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue, e));
   }
   /* Column-major views: W is in x out (ld in), X is in x n (ld in), D is out x n (ld out). */
-  CUBLAS_TRY(e, cublasLtMatrixLayoutCreate(&L->a, ctx->blas_type, in, out, in));
+  CUBLAS_TRY(e, gpu_libs.cublasLtMatrixLayoutCreate(&L->a, ctx->blas_type, in, out, in));
   for (int b = 0; b < ctx->buckets; b++) {
-    CUBLAS_TRY(e, cublasLtMatrixLayoutCreate(&L->b[b], ctx->blas_type, in, ctx->rows[b], in));
-    CUBLAS_TRY(e, cublasLtMatrixLayoutCreate(&L->d[b], ctx->blas_type, out, ctx->rows[b], out));
+    CUBLAS_TRY(e,
+               gpu_libs.cublasLtMatrixLayoutCreate(&L->b[b], ctx->blas_type, in, ctx->rows[b], in));
+    CUBLAS_TRY(
+        e, gpu_libs.cublasLtMatrixLayoutCreate(&L->d[b], ctx->blas_type, out, ctx->rows[b], out));
   }
   return pick_gemm_algo(ctx, L, e);
 }
 
 static ttp_status fc_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
                              const void* const* in, void* out, ttp_err* e) {
-  CUBLAS_TRY(e, cublasLtMatmul(ctx->lt, L->matmul, &one, L->weights, L->a, in[0], L->b[b], &zero,
-                               out, L->d[b], out, L->d[b], &L->gemm_algo, ctx->gemm_workspace,
-                               ctx->gemm_workspace_size, ctx->stream));
+  CUBLAS_TRY(
+      e, gpu_libs.cublasLtMatmul(ctx->lt, L->matmul, &one, L->weights, L->a, in[0], L->b[b], &zero,
+                                 out, L->d[b], out, L->d[b], &L->gemm_algo, ctx->gemm_workspace,
+                                 ctx->gemm_workspace_size, ctx->stream));
   return TTP_OK;
 }
 
@@ -779,18 +793,18 @@ ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
 
 void gpu_layer_destroy(gpu_layer* L) {
   for (int b = 0; b < GPU_MAX_BUCKETS; b++) {
-    if (L->x[b]) cudnnDestroyTensorDescriptor(L->x[b]);
-    if (L->y[b]) cudnnDestroyTensorDescriptor(L->y[b]);
-    if (L->b[b]) cublasLtMatrixLayoutDestroy(L->b[b]);
-    if (L->d[b]) cublasLtMatrixLayoutDestroy(L->d[b]);
+    if (L->x[b]) gpu_libs.cudnnDestroyTensorDescriptor(L->x[b]);
+    if (L->y[b]) gpu_libs.cudnnDestroyTensorDescriptor(L->y[b]);
+    if (L->b[b]) gpu_libs.cublasLtMatrixLayoutDestroy(L->b[b]);
+    if (L->d[b]) gpu_libs.cublasLtMatrixLayoutDestroy(L->d[b]);
   }
-  if (L->a) cublasLtMatrixLayoutDestroy(L->a);
-  if (L->matmul) cublasLtMatmulDescDestroy(L->matmul);
-  if (L->filter) cudnnDestroyFilterDescriptor(L->filter);
-  if (L->conv) cudnnDestroyConvolutionDescriptor(L->conv);
-  if (L->lrn) cudnnDestroyLRNDescriptor(L->lrn);
-  if (L->bias_desc) cudnnDestroyTensorDescriptor(L->bias_desc);
-  if (L->act) cudnnDestroyActivationDescriptor(L->act);
+  if (L->a) gpu_libs.cublasLtMatrixLayoutDestroy(L->a);
+  if (L->matmul) gpu_libs.cublasLtMatmulDescDestroy(L->matmul);
+  if (L->filter) gpu_libs.cudnnDestroyFilterDescriptor(L->filter);
+  if (L->conv) gpu_libs.cudnnDestroyConvolutionDescriptor(L->conv);
+  if (L->lrn) gpu_libs.cudnnDestroyLRNDescriptor(L->lrn);
+  if (L->bias_desc) gpu_libs.cudnnDestroyTensorDescriptor(L->bias_desc);
+  if (L->act) gpu_libs.cudnnDestroyActivationDescriptor(L->act);
   cudaFree(L->weights);
   cudaFree(L->bias);
   memset(L, 0, sizeof *L);

@@ -1,0 +1,52 @@
+/* cuDNN and cuBLASLt, loaded when the cudnn engine first opens, not when the library loads: a
+   process that runs the CPU engines, prints help or reads a model never maps them (cuBLASLt
+   alone costs ~0.1 s and ~200 MB resident to map), and the library loads and runs its CPU
+   engines on a machine that lacks them. The engine calls every function of theirs through
+   `gpu_libs`, e.g. gpu_libs.cudnnCreate(&handle), after dnn_libs_load has succeeded. */
+#ifndef TTP_DNN_LIBS_H
+#define TTP_DNN_LIBS_H
+
+#include <cublasLt.h>
+#include <cudnn.h>
+
+#include "../error.h"
+
+/* Every function of theirs the engine calls. */
+#define TTP_CUDNN_FUNCTIONS(X)                                                                \
+  X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnGetErrorString)                     \
+  X(cudnnCreateTensorDescriptor) X(cudnnSetTensor4dDescriptor) X(cudnnDestroyTensorDescriptor) \
+  X(cudnnCreateFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnDestroyFilterDescriptor) \
+  X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor)                      \
+  X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType)                             \
+  X(cudnnDestroyConvolutionDescriptor) X(cudnnGetConvolutionForwardAlgorithm_v7)              \
+  X(cudnnFindConvolutionForwardAlgorithm) X(cudnnGetConvolutionForwardWorkspaceSize)          \
+  X(cudnnConvolutionForward) X(cudnnConvolutionBiasActivationForward)                         \
+  X(cudnnCreateActivationDescriptor) X(cudnnSetActivationDescriptor)                          \
+  X(cudnnDestroyActivationDescriptor) X(cudnnCreateLRNDescriptor) X(cudnnSetLRNDescriptor)    \
+  X(cudnnDestroyLRNDescriptor) X(cudnnLRNCrossChannelForward) X(cudnnSoftmaxForward)
+#define TTP_CUBLASLT_FUNCTIONS(X)                                                             \
+  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusString) X(cublasLtMatmul)           \
+  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatmulDescDestroy)  \
+  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                                \
+  X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceSetAttribute)                   \
+  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulAlgoGetHeuristic)                        \
+  X(cublasLtMatmulAlgoCheck) X(cublasLtMatmulAlgoConfigGetAttribute)                          \
+  X(cublasLtMatmulAlgoConfigSetAttribute)
+
+typedef struct dnn_libs {
+#define TTP_DNN_POINTER(name) __typeof__(name)* name;
+  TTP_CUDNN_FUNCTIONS(TTP_DNN_POINTER)
+  TTP_CUBLASLT_FUNCTIONS(TTP_DNN_POINTER)
+#undef TTP_DNN_POINTER
+} dnn_libs;
+
+/* Filled by the first dnn_libs_load that succeeds; read-only after. */
+extern dnn_libs gpu_libs;
+
+/* Loads libcudnn.so.<cuDNN's major version> and libcublasLt.so.<cuBLAS's major version> (the
+   versions this ttapipe was built with) and resolves gpu_libs, once a process (thread-safe);
+   TTP_ERR_CUDNN naming the library and the loader's reason where one is missing or lacks a
+   function. */
+ttp_status dnn_libs_load(ttp_err* e);
+
+#endif
