@@ -58,9 +58,9 @@ static ttp_status plan_tensors(gpu_context* ctx, gpu_layer* L, model_shape in, t
     CUDNN_TRY(e, gpu_libs.cudnnCreateTensorDescriptor(&L->x[b]));
     CUDNN_TRY(e, gpu_libs.cudnnCreateTensorDescriptor(&L->y[b]));
     CUDNN_TRY(e, gpu_libs.cudnnSetTensor4dDescriptor(L->x[b], ctx->format, ctx->dnn_type,
-                                            ctx->rows[b], in.c, in.h, in.w));
+                                                     ctx->rows[b], in.c, in.h, in.w));
     CUDNN_TRY(e, gpu_libs.cudnnSetTensor4dDescriptor(L->y[b], ctx->format, ctx->dnn_type,
-                                            ctx->rows[b], l->out.c, l->out.h, l->out.w));
+                                                     ctx->rows[b], l->out.c, l->out.h, l->out.w));
   }
   return TTP_OK;
 }
@@ -205,19 +205,19 @@ static ttp_status find_conv_algo(gpu_context* ctx, gpu_layer* L, conv_choice* pi
   if (st == CUDNN_STATUS_SUCCESS) st = gpu_libs.cudnnCreateTensorDescriptor(&y);
   if (st == CUDNN_STATUS_SUCCESS)
     st = gpu_libs.cudnnSetTensor4dDescriptor(x, ctx->format, ctx->dnn_type, ctx->canonical_rows,
-                                    L->x_shape.c, L->x_shape.h, L->x_shape.w);
+                                             L->x_shape.c, L->x_shape.h, L->x_shape.w);
   if (st == CUDNN_STATUS_SUCCESS)
     st = gpu_libs.cudnnSetTensor4dDescriptor(y, ctx->format, ctx->dnn_type, ctx->canonical_rows,
-                                    l->out.c, l->out.h, l->out.w);
+                                             l->out.c, l->out.h, l->out.w);
   const int measure = ctx->plan == TTP_PLAN_MEASURE;
   const char* call = measure ? "cudnnFindConvolutionForwardAlgorithm"
                              : "cudnnGetConvolutionForwardAlgorithm_v7";
   if (st == CUDNN_STATUS_SUCCESS && measure)
-    st = gpu_libs.cudnnFindConvolutionForwardAlgorithm(ctx->dnn, x, L->filter, L->conv, y,
-                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
+    st = gpu_libs.cudnnFindConvolutionForwardAlgorithm(
+        ctx->dnn, x, L->filter, L->conv, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
   else if (st == CUDNN_STATUS_SUCCESS)
-    st = gpu_libs.cudnnGetConvolutionForwardAlgorithm_v7(ctx->dnn, x, L->filter, L->conv, y,
-                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
+    st = gpu_libs.cudnnGetConvolutionForwardAlgorithm_v7(
+        ctx->dnn, x, L->filter, L->conv, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
   if (x) gpu_libs.cudnnDestroyTensorDescriptor(x);
   if (y) gpu_libs.cudnnDestroyTensorDescriptor(y);
   if (st != CUDNN_STATUS_SUCCESS)
@@ -404,11 +404,11 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   if (L->fused_epilogue) {
     CUDNN_TRY(e, gpu_libs.cudnnCreateTensorDescriptor(&L->bias_desc));
     CUDNN_TRY(e, gpu_libs.cudnnSetTensor4dDescriptor(L->bias_desc, ctx->format, ctx->dnn_type, 1,
-                                            l->p.conv.k, 1, 1));
+                                                     l->p.conv.k, 1, 1));
     CUDNN_TRY(e, gpu_libs.cudnnCreateActivationDescriptor(&L->act));
-    CUDNN_TRY(e, gpu_libs.cudnnSetActivationDescriptor(L->act, L->fused_relu ? CUDNN_ACTIVATION_RELU
-                                                                     : CUDNN_ACTIVATION_IDENTITY,
-                                              CUDNN_PROPAGATE_NAN, 0.0));
+    CUDNN_TRY(e, gpu_libs.cudnnSetActivationDescriptor(
+                     L->act, L->fused_relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                     CUDNN_PROPAGATE_NAN, 0.0));
   }
   int tensor_cores = pick.math == CUDNN_TENSOR_OP_MATH ||
                      pick.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
@@ -446,8 +446,8 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
     const float alpha2 = z ? 1.0f : 0.0f;
     CUDNN_TRY(e, gpu_libs.cudnnConvolutionBiasActivationForward(
                      ctx->dnn, &one, L->x[b], x, L->filter, L->weights, L->conv, L->conv_algo,
-                     ctx->conv_workspace, ctx->conv_workspace_size, &alpha2, L->y[b],
-                     z ? z : out, L->bias_desc, L->bias, L->act, L->y[b], out));
+                     ctx->conv_workspace, ctx->conv_workspace_size, &alpha2, L->y[b], z ? z : out,
+                     L->bias_desc, L->bias, L->act, L->y[b], out));
     return TTP_OK;
   }
   CUDNN_TRY(e, gpu_libs.cudnnConvolutionForward(ctx->dnn, &one, L->x[b], x, L->filter, L->weights,
@@ -608,7 +608,7 @@ static ttp_status lrn_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   TRY(plan_tensors(ctx, L, L->l->in, e));
   CUDNN_TRY(e, gpu_libs.cudnnCreateLRNDescriptor(&L->lrn));
   CUDNN_TRY(e, gpu_libs.cudnnSetLRNDescriptor(L->lrn, (unsigned)L->l->p.lrn.n, L->l->p.lrn.alpha,
-                                     L->l->p.lrn.beta, L->l->p.lrn.k));
+                                              L->l->p.lrn.beta, L->l->p.lrn.k));
   return TTP_OK;
 }
 
@@ -670,7 +670,7 @@ static ttp_status pick_gemm_algo(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
     cublasLtMatmulAlgo_t algo = results[i].algo;
     uint32_t splits = 1, reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
     gpu_libs.cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
-                                         sizeof splits);
+                                                  sizeof splits);
     gpu_libs.cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
                                                   &reduction, sizeof reduction);
     int every_bucket = 1;
