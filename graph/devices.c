@@ -238,5 +238,10 @@ ttp_status gpu_devices_open(const gpu_network_ops* network, const model* m,
   const batch_stream* first = &d->lanes[0].s;
   *s = (batch_stream){.ops = &devices_ops, .impl = d, .depth = depth, .capacity = first->capacity,
                       .pixels = first->pixels, .classes = first->classes, .temperature = 1.0f};
+  for (int g = 0; g < d->count; g++) { /* opened one after the other: the parts add up */
+    const ttp_startup* t = &d->lanes[g].s.startup;
+    s->startup.cuda_s += t->cuda_s, s->startup.buffers_s += t->buffers_s;
+    s->startup.graphs_s += t->graphs_s;
+  }
   return TTP_OK;
 }

@@ -485,15 +485,23 @@ static void describe(gpu_runner* r, const char* device_name) {
              wait, details[0] ? "; " : "", details);
 }
 
-static ttp_status open_on_device(gpu_runner* r, ttp_err* e) {
+/* Plans on the current device, timing the parts of ttp_startup into *t (cuda_s: the device's
+   context, made here by cudaFree(0) rather than by whichever call comes first). */
+static ttp_status open_on_device(gpu_runner* r, ttp_startup* t, ttp_err* e) {
+  double at = clock_seconds();
+  CUDA_TRY(e, cudaFree(0));
   struct cudaDeviceProp prop;
   CUDA_TRY(e, cudaGetDeviceProperties(&prop, r->cfg.device));
+  t->cuda_s += clock_seconds() - at, at = clock_seconds();
   CUDA_TRY(e, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
   choose_buckets(r);
   TRY(r->net_ops->plan(r->m, &r->cfg, &r->buckets, r->stream, &r->net, e));
+  at = clock_seconds(); /* the plan: the rest of the engine's opening (ttp_get_startup) */
   TRY(plan_slots(r, e));
+  t->buffers_s += clock_seconds() - at, at = clock_seconds();
   TRY(graph_set_build(&r->graphs, r->cfg.slots, r->buckets.count, r->cfg.use_graph, enqueue_slot,
                       r, r->stream, e));
+  t->graphs_s += clock_seconds() - at;
   describe(r, prop.name);
   return TTP_OK;
 }
@@ -502,7 +510,10 @@ ttp_status gpu_runner_open(const gpu_network_ops* net, const model* m, const eng
                            batch_stream* s, ttp_err* e) {
   if (c->slots < 1 || c->slots > GPU_MAX_SLOTS)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "slots must be at most %d", GPU_MAX_SLOTS);
+  ttp_startup startup = {.struct_size = sizeof startup};
+  const double counting = clock_seconds();
   int devices = ttp_gpu_count();
+  startup.cuda_s = clock_seconds() - counting;
   if (devices == 0)
     return ERR(e, TTP_ERR_NO_GPU, "engine %s needs a GPU: no CUDA device found", net->name);
   if (c->device >= devices)
@@ -520,7 +531,7 @@ ttp_status gpu_runner_open(const gpu_network_ops* net, const model* m, const eng
   if (st == TTP_OK) {
     r->opened = 1;
     TRACE_PUSH("plan");
-    st = open_on_device(r, e);
+    st = open_on_device(r, &startup, e);
     TRACE_POP();
     leave_device(c->device, previous);
   }
@@ -530,6 +541,6 @@ ttp_status gpu_runner_open(const gpu_network_ops* net, const model* m, const eng
   }
   *s = (batch_stream){.ops = &runner_ops, .impl = r, .depth = c->slots,
                       .capacity = (size_t)c->max_batch, .pixels = r->pixels,
-                      .classes = m->classes, .temperature = 1.0f};
+                      .classes = m->classes, .temperature = 1.0f, .startup = startup};
   return TTP_OK;
 }

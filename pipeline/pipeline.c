@@ -8,6 +8,7 @@
 #include "../augment/tta.h"
 #include "../model/load.h"
 #include "../model/plan.h"
+#include "clock.h"
 #include "cpu/cpu_engine.h"
 #include "pipeline_internal.h"
 
@@ -229,7 +230,9 @@ static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
   if (!options) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no options given");
   TRY(take_options(p, options));
   const char* path = p->options.model_dir;
+  const double start = clock_seconds();
   TRY(model_load(path, &p->model, &p->err));
+  p->model_s = clock_seconds() - start;
   const model_shape in = p->model->input;
   if ((in.c != 1 && in.c != 3) || in.h < TTP_MIN_SIDE || in.h > TTP_MAX_SIDE ||
       in.w < TTP_MIN_SIDE || in.w > TTP_MAX_SIDE)
@@ -243,7 +246,9 @@ static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
   aug_spec_scale(&p->spec, p->model->scaling.mean, p->model->scaling.std, in.c);
   TRY(describe_model(p));
   char fallback[1024];
+  const double opening = clock_seconds();
   TRY(open_engine(p, fallback, sizeof fallback));
+  p->engine_s = clock_seconds() - opening;
   TRY(stream_set_temperature(&p->stream, p->temperature, &p->err));
   char tempered[48] = "";
   if (p->temperature != 1.0f)
@@ -474,6 +479,18 @@ ttp_status ttp_get_run_stats(const ttp_pipeline* p, ttp_run_stats* stats) {
     return TTP_ERR_INVALID_ARGUMENT;
   *stats = p->stream.stats;
   stats->struct_size = sizeof *stats;
+  return TTP_OK;
+}
+
+ttp_status ttp_get_startup(const ttp_pipeline* p, ttp_startup* startup) {
+  if (!p || !p->engine || !startup || startup->struct_size < sizeof *startup)
+    return TTP_ERR_INVALID_ARGUMENT;
+  const ttp_startup* parts = &p->stream.startup;
+  *startup = (ttp_startup){.struct_size = sizeof *startup, .model_s = p->model_s,
+                           .engine_s = p->engine_s, .cuda_s = parts->cuda_s,
+                           .buffers_s = parts->buffers_s, .graphs_s = parts->graphs_s};
+  const double rest = p->engine_s - parts->cuda_s - parts->buffers_s - parts->graphs_s;
+  startup->plan_s = rest > 0 ? rest : 0;
   return TTP_OK;
 }
 

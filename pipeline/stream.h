@@ -72,6 +72,8 @@ typedef struct batch_stream {
   size_t count[STREAM_MAX_SLOTS];
   int profiling;
   ttp_run_stats stats;
+  ttp_startup startup; /* a GPU runner's parts of its opening (cuda_s, buffers_s, graphs_s);
+                          ttp_get_startup adds the rest */
   float temperature; /* applied to every collected batch (ttp_tta.temperature); 1: none */
   float* scratch;    /* capacity x classes: the merged vectors a caller did not ask for, which
                         the temperature still needs (only when temperature != 1) */

@@ -849,6 +849,20 @@ typedef struct ttp_run_stats {
   double host_ms;      /* the host's own work in ttp_classify: staging, launching, handing out */
 } ttp_run_stats;
 
+/* Where ttp_open's time went, in seconds of wall time. engine_s is all of the engine's opening
+   (with TTP_ENGINE_AUTO, every engine tried); a GPU engine's parts of it are below, and plan_s is
+   the rest (a CPU engine's whole opening). With several devices, each device's parts summed. */
+typedef struct ttp_startup {
+  size_t struct_size; /* sizeof(ttp_startup), set by the caller */
+  double model_s;     /* reading and checking the model */
+  double engine_s;    /* opening the engine, of which: */
+  double cuda_s;      /*   CUDA's start: counting the GPUs, each device's context (0: CPU) */
+  double plan_s;      /*   the engine's plan: GPU libraries loaded, weights up, cuDNN's search */
+  double buffers_s;   /*   pinned host and device buffers, streams and events */
+  double graphs_s;    /*   capturing each (slot, bucket)'s graph and warming it up */
+} ttp_startup;
+ttp_status ttp_get_startup(const ttp_pipeline* p, ttp_startup* startup);
+
 /* on: 1 starts profiling (the counters restart from zero; GPU engines then record a few more
    events per batch), 0 stops it. */
 ttp_status ttp_set_profiling(ttp_pipeline* p, int on);

@@ -29,7 +29,7 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"device", "D", "CUDA device index (default 0)"},                                       \
       {"devices", "LIST", "all|D,D,...: several GPUs of one model behind one pipeline, up to 8 " \
                           "(default: --device alone; algorithms by the heuristic)"},            \
-      {"verbose", NULL, "describe on stderr how the engine runs (algorithms, graphs)"},      \
+      {"verbose", NULL, "describe on stderr how the engine runs and where opening it went"},  \
       {"threads", "N", "threads of the CPU engine (default: one per core)"},                  \
       {"tta-policy", "FILE", "the augmentation from a policy file (README: TTA policies; the "  \
                              "--tta options below override its fields)"},                      \

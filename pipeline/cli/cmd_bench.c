@@ -137,7 +137,8 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   double* lat = malloc(cap * sizeof *lat);
   size_t n = 0, done = 0, offset = 0;
   *out = (point){.engine = engine, .precision = precision, .graph = graph, .batch = batch,
-                 .copies = copies};
+                 .copies = copies, .startup = {.struct_size = sizeof out->startup}};
+  ttp_get_startup(p, &out->startup);
   const double flops = ttp_model(p)->flops;
   int rc = 0;
 
@@ -232,10 +233,13 @@ static void json_point(FILE* f, const point* q, int first) {
   fprintf(f, "%s\n    {\"engine\": \"%s\", \"precision\": \"%s\", \"graph\": \"%s\", \"batch\": %d, "
           "\"copies\": %d, \"images_per_s\": %.1f, \"copies_per_s\": %.1f, \"tflops\": %.4f, "
           "\"latency_ms\": {\"p50\": %.4f, \"p90\": %.4f, \"p99\": %.4f, \"p99.9\": %.4f}, "
-          "\"per_batch_ms\": {\"h2d\": %.4f, \"compute\": %.4f, \"d2h\": %.4f, \"host\": %.4f}}",
+          "\"per_batch_ms\": {\"h2d\": %.4f, \"compute\": %.4f, \"d2h\": %.4f, \"host\": %.4f}, "
+          "\"startup_ms\": {\"model\": %.3f, \"engine\": %.3f, \"cuda\": %.3f, \"plan\": %.3f, "
+          "\"buffers\": %.3f, \"graphs\": %.3f}}",
           first ? "" : ",", q->engine, q->precision, q->graph, q->batch, q->copies, q->images_per_s,
           q->copies_per_s, q->tflops, q->p50, q->p90, q->p99, q->p999, q->h2d, q->compute, q->d2h,
-          q->host);
+          q->host, 1e3 * q->startup.model_s, 1e3 * q->startup.engine_s, 1e3 * q->startup.cuda_s,
+          1e3 * q->startup.plan_s, 1e3 * q->startup.buffers_s, 1e3 * q->startup.graphs_s);
 }
 
 static int run_bench(const cli_args* a) {

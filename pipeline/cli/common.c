@@ -192,7 +192,18 @@ static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_
     *p = NULL;
     return rc;
   }
-  if (cli_flag(a, "verbose")) fprintf(stderr, "ttapipe: engine: %s\n", ttp_engine_description(*p));
+  if (cli_flag(a, "verbose")) {
+    fprintf(stderr, "ttapipe: engine: %s\n", ttp_engine_description(*p));
+    ttp_startup t = {.struct_size = sizeof t};
+    if (ttp_get_startup(*p, &t) == TTP_OK) {
+      fprintf(stderr, "ttapipe: opening took %.1f ms: the model %.1f ms, the engine %.1f ms",
+              1e3 * (t.model_s + t.engine_s), 1e3 * t.model_s, 1e3 * t.engine_s);
+      if (t.cuda_s > 0) /* a GPU engine's parts */
+        fprintf(stderr, " (CUDA's start %.1f, the plan %.1f, buffers %.1f, graphs %.1f)",
+                1e3 * t.cuda_s, 1e3 * t.plan_s, 1e3 * t.buffers_s, 1e3 * t.graphs_s);
+      fputc('\n', stderr);
+    }
+  }
   return CLI_EXIT_OK;
 }
 

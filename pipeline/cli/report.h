@@ -67,6 +67,7 @@ typedef struct bench_point {
   double images_per_s, copies_per_s, tflops;
   double p50, p90, p99, p999;     /* ms per batch */
   double h2d, compute, d2h, host; /* ms per batch, throughput phase */
+  ttp_startup startup;            /* what opening its pipeline took */
 } bench_point;
 
 /* The page at path: about (one line: build, date, mode, GPU), images/s against the batch per

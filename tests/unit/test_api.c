@@ -169,6 +169,21 @@ static void test_description(const char* dir) {
   CHECK(!ttp_layer(p, -1) && !ttp_layer(p, 9), "layer index out of range answered");
   CHECK(strcmp(ttp_class_label(p, 7), "7") == 0 && !ttp_class_label(p, 10), "index labels");
   ttp_close(p);
+  /* The opening's times: the CPU engine has no CUDA, buffers or graphs; its plan is the engine's
+     whole opening. A caller's struct of another size is refused. */
+  ttp_options o;
+  ttp_options_init(&o);
+  o.model_dir = dir, o.engine = TTP_ENGINE_CPU;
+  CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
+  ttp_startup t = {.struct_size = sizeof t, .cuda_s = -1, .buffers_s = -1, .graphs_s = -1};
+  CHECK(ttp_get_startup(p, &t) == TTP_OK, "ttp_get_startup");
+  CHECK(t.model_s > 0 && t.engine_s > 0 && t.cuda_s == 0 && t.buffers_s == 0 && t.graphs_s == 0 &&
+            t.plan_s == t.engine_s,
+        "startup: model %g, engine %g, cuda %g, plan %g, buffers %g, graphs %g s", t.model_s,
+        t.engine_s, t.cuda_s, t.plan_s, t.buffers_s, t.graphs_s);
+  t.struct_size = sizeof t - 1;
+  CHECK(ttp_get_startup(p, &t) == TTP_ERR_INVALID_ARGUMENT, "a short ttp_startup accepted");
+  ttp_close(p);
 }
 
 /* The probabilities of each image, classified in one request of all, must equal those of the
