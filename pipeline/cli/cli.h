@@ -108,6 +108,8 @@ int cli_fail(const char* fmt, ...)
 
 /* Seconds on a monotonic clock. */
 double cli_now(void);
+/* cli_now() when main began: the origin of --verbose's account of a run's wall time. */
+extern double cli_started;
 
 extern const cli_command cli_eval, cli_classify, cli_info, cli_bench, cli_merge, cli_tune;
 

@@ -51,6 +51,7 @@ typedef struct progress {
   int show;           /* a progress line: stderr is a terminal and not --quiet */
   int write_failed;
   double start, shown;
+  double first_row; /* cli_now() at the first row (0: none yet), for --verbose */
   ttp_pipeline* p;    /* the files' ttp_file_uncertainty; what a stop request cancels (NULL
                          before the pipeline opens and after it closes) */
   enum { BEFORE_FILES, WITH_FILES } phase; /* whether the pipeline has opened */
@@ -62,6 +63,7 @@ static void on_file(void* user, size_t index, const char* path, const ttp_result
   (void)index;
   progress* pr = user;
   pthread_mutex_lock(&pr->lock);
+  if (pr->first_row == 0) pr->first_row = cli_now();
   if (ttp_writer_write_uncertainty(pr->writer, path, result, probabilities,
                                    ttp_file_uncertainty(pr->p), error) != TTP_OK)
     pr->write_failed = 1;
@@ -453,6 +455,7 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
     rc = cli_open_pipeline(a, CLASSIFY_SLOTS,
                            job->size > 1 ? TTP_PLAN_HEURISTIC : TTP_PLAN_MEASURE,
                            gpus ? job->local_rank % gpus : 0, &p, &tta);
+  const double opened = cli_now();
   pthread_mutex_lock(&pr->lock);
   pr->p = p, pr->phase = WITH_FILES;
   pthread_mutex_unlock(&pr->lock);
@@ -554,7 +557,15 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
   pthread_mutex_unlock(&pr->lock);
   /* A run stopped by a signal ends the process at once (run_classify): the driver frees a GPU's
      memory at the exit sooner than ttp_close and CUDA's teardown would. */
+  const double finished = cli_now();
   if (!*stopped) ttp_close(p);
+  if (cli_flag(a, "verbose") && rc != CLI_EXIT_USAGE && pr->first_row > 0) {
+    const double closed = cli_now(), at = cli_started;
+    fprintf(stderr, "ttapipe: wall %.1f ms from the command's start: opened at %.1f ms, the first "
+            "row at %.1f ms, the last at %.1f ms, closed at %.1f ms\n", 1e3 * (closed - at),
+            1e3 * (opened - at), 1e3 * (pr->first_row - at), 1e3 * (finished - at),
+            1e3 * (closed - at));
+  }
   free(paths);
   ttp_file_list_free(&list);
   return rc;

@@ -247,6 +247,8 @@ void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {
            t->clamp ? "" : ", unclamped", (unsigned long long)t->seed, merges[t->merge], tempered);
 }
 
+double cli_started;
+
 double cli_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

@@ -17,6 +17,7 @@ static void print_usage(FILE* f) {
 }
 
 int main(int argc, char** argv) {
+  cli_started = cli_now();
   if (argc < 2) {
     print_usage(stderr);
     return CLI_EXIT_USAGE;

@@ -193,6 +193,17 @@ PY
 # -o FILE: nothing on stdout; good files only: exit 0.
 run 0 classify --model "$m" -o "$work/result.csv" --quiet "$g/nested/deeper" "$g/wide.ppm"
 [ ! -s "$work/out" ] && [ "$(wc -l <"$work/result.csv")" -eq 4 ] || fail "-o: $(cat "$work/result.csv")"
+# --verbose: where opening went, and the run's wall time from the command's start, in order.
+run 0 classify --model "$m" -o "$work/verbose.csv" --verbose "$g/nested/deeper"
+grep -q "^ttapipe: opening took .* ms: the model .* ms, the engine .* ms" "$work/err" ||
+  fail "--verbose: no opening line: $(grep opening "$work/err")"
+python3 - "$work/err" <<'PY' || fail "--verbose: the wall line: $(grep 'wall' "$work/err")"
+import re, sys
+line = [l for l in open(sys.argv[1]) if l.startswith("ttapipe: wall ")][0]
+wall, *marks = [float(x) for x in re.findall(r"([0-9.]+) ms", line)]
+opened, first, last, closed = marks
+assert 0 < opened <= first <= last <= closed == wall, line
+PY
 run 1 classify --model "$m" -o "$work/no/such/dir/out.csv" "$g"; one_error "cannot create"
 run 2 classify --model "$m" --topk 11 "$g"
 run 2 classify --model "$m" --max-size 10x "$g"
