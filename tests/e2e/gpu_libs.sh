@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a process that needs no GPU pays for the GPU (issue 42): `--help`, and `info` and
-# `classify` with the CPU engines, never load the CUDA driver, cuDNN or cuBLAS (the loader's own
+# `classify` with the CPU engines (two MPI ranks too), never load the CUDA driver, cuDNN or cuBLAS (the loader's own
 # log, LD_DEBUG=libs, names every library a process loads or looks for); `--help` stays within
 # 30 MB resident; and with cuDNN and cuBLAS hidden from the loader (its cache and the library's
 # RUNPATH ignored, LD_LIBRARY_PATH without them) the command still classifies with the CPU
@@ -39,6 +39,19 @@ for engine in $engines; do
     -o "$work/$engine.csv" "$work/images"
   [ "$(wc -l <"$work/$engine.csv")" -eq 7 ] || fail "classify.$engine: $(wc -l <"$work/$engine.csv") lines, want 7"
 done
+
+# Two MPI ranks with the CPU engine (where the build has MPI): each rank's own loader log.
+if command -v mpirun >/dev/null 2>&1 && ldd "$ttapipe" 2>/dev/null | grep -q libmpi; then
+  mkdir "$work/mpi"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun -n 2 \
+    -x LD_DEBUG=libs -x LD_DEBUG_OUTPUT="$work/mpi/ld" "$ttapipe" classify --model "$model" \
+    --engine cpu --threads 1 --quiet -o "$work/mpi.csv" "$work/images" >"$work/mpi.out" 2>&1 ||
+    fail "mpirun -n 2 classify --engine cpu exited $?: $(tail -3 "$work/mpi.out")"
+  [ "$(ls "$work/mpi" | wc -l)" -ge 2 ] || fail "mpirun: $(ls "$work/mpi" | wc -l) loader logs, want 2"
+  if cat "$work/mpi"/* | grep -qE "$gpu_libs"; then
+    fail "mpirun -n 2 classify --engine cpu: a rank looked for a GPU library"
+  fi
+fi
 
 # --help's resident memory (the loader maps every library the command links).
 if [ -x /usr/bin/time ]; then
