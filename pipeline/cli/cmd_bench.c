@@ -361,8 +361,10 @@ static int run_bench(const cli_args* a) {
   time_t now = time(NULL);
   char date[32];
   strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&now));
+  int host_only = 1; /* only CPU engines asked for: no CUDA call, no GPU line */
+  for (int e = 0; e < ne; e++) host_only &= cli_engine_on_host(engines[e]);
   ttp_gpu_info gpu;
-  int have_gpu = ttp_get_gpu_info(b.device, &gpu) == TTP_OK;
+  int have_gpu = !host_only && ttp_get_gpu_info(b.device, &gpu) == TTP_OK;
   printf("# %s; %s; mode %s; %s\n", ttp_build_string(), date, b.device_mode ? "device" : "e2e",
          path ? path : "random images");
   if (have_gpu)

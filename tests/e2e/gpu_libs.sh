@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# What a process that needs no GPU pays for the GPU (issue 42): `--help`, and `info` and
-# `classify` with the CPU engines (two MPI ranks too), never load the CUDA driver, cuDNN or cuBLAS (the loader's own
-# log, LD_DEBUG=libs, names every library a process loads or looks for); `--help` stays within
-# 30 MB resident; and with cuDNN and cuBLAS hidden from the loader (its cache and the library's
-# RUNPATH ignored, LD_LIBRARY_PATH without them) the command still classifies with the CPU
-# engines, byte for byte as with them, and `--engine cudnn` says in one line which library it
-# lacks (where there is a GPU to get that far).
+# What a process that needs no GPU pays for the GPU (issue 42): `--help`, and `info`, `classify`
+# (two MPI ranks too) and `bench` with the CPU engines, never load the CUDA driver, cuDNN or
+# cuBLAS (the loader's own log, LD_DEBUG=libs, names every library a process loads or looks
+# for); `--help` stays within 30 MB resident; and with cuDNN and cuBLAS hidden from the loader
+# (its cache and the library's RUNPATH ignored, LD_LIBRARY_PATH without them) the command still
+# classifies with the CPU engines, byte for byte as with them, and `--engine cudnn` says in one
+# line which library it lacks (where there is a GPU to get that far).
 # Usage: gpu_libs.sh TTAPIPE TTP_FIXTURE MODEL_DIR
 set -u
 ttapipe=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -38,6 +38,7 @@ for engine in $engines; do
   untouched classify.$engine classify --model "$model" --engine $engine --threads 2 --quiet \
     -o "$work/$engine.csv" "$work/images"
   [ "$(wc -l <"$work/$engine.csv")" -eq 7 ] || fail "classify.$engine: $(wc -l <"$work/$engine.csv") lines, want 7"
+  untouched bench.$engine bench --model "$model" --engine $engine --batch 3 --iterations 1 --warmup 0
 done
 
 # Two MPI ranks with the CPU engine (where the build has MPI): each rank's own loader log.
