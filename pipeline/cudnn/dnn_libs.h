@@ -1,7 +1,7 @@
 /* cuDNN and cuBLASLt, loaded when the cudnn engine first opens, not when the library loads: a
-   process that runs the CPU engines, prints help or reads a model never maps them (cuBLASLt
-   alone costs ~0.1 s and ~200 MB resident to map), and the library loads and runs its CPU
-   engines on a machine that lacks them. The engine calls every function of theirs through
+   process that runs the CPU engines, prints help or reads a model never maps them (mapping
+   cuBLASLt alone cost more than all the rest of such a process: BENCHMARKS.md, "Time to
+   result"), and the library loads and runs its CPU engines on a machine that lacks them. The engine calls every function of theirs through
    `gpu_libs`, e.g. gpu_libs.cudnnCreate(&handle), after dnn_libs_load has succeeded. */
 #ifndef TTP_DNN_LIBS_H
 #define TTP_DNN_LIBS_H
