@@ -85,13 +85,8 @@ struct problem {
     for (float& b : bias) b = uniform(-0.3f, 0.3f);
     std::vector<float> rsck(w.value.size());
     gpu_conv_weights(w.value.data(), s.k, s.c, s.r, s.s, s.c, rsck.data());
-    std::vector<__half> rsck_half(rsck.size());
-    for (size_t i = 0; i < rsck.size(); i++) rsck_half[i] = __float2half_rn(rsck[i]);
-    CHECK_CUDA(cudaMalloc(&w_rsck, rsck.size() * sizeof(__half)));
-    CHECK_CUDA(cudaMemcpy(w_rsck, rsck_half.data(), rsck.size() * sizeof(__half),
-                          cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMalloc(&bias_dev, s.k * sizeof(float)));
-    CHECK_CUDA(cudaMemcpy(bias_dev, bias.data(), s.k * sizeof(float), cudaMemcpyHostToDevice));
+    w_rsck = lab_upload_half(rsck);
+    bias_dev = static_cast<float*>(lab_upload(bias.data(), s.k * sizeof(float)));
     CHECK_CUDA(cudaMalloc(&y, y_count * sizeof(__half)));
   }
   ~problem() { cudaFree(w_rsck), cudaFree(bias_dev), cudaFree(y); }
@@ -209,23 +204,14 @@ struct cudnn_conv {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int validate_only = 0, rows = 5120, runs = 20;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--validate") == 0) validate_only = 1;
-    else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) rows = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
-    else CHECK(0, "usage: bench_conv_lab [--validate] [--rows N] [--runs R]");
-  }
+  const lab_options o = lab_options_of(argc, argv, "bench_conv_lab");
+  const int rows = o.rows, runs = o.runs;
   lab_seed(12345u);
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    printf("skipped: no GPU\n");
-    return 77;
-  }
+  if (!lab_have_gpu()) return 77;
   printf("check against the CPU (5 rows; the odd shape 3):\n");
   for (const lab_shape& l : kShapes) problem(l, 5).validate();
   problem(kOdd, 3).validate();
-  if (validate_only) return 0;
+  if (o.validate_only) return 0;
 
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));

@@ -82,13 +82,8 @@ struct problem {
     for (float& b : bias) b = uniform(-0.3f, 0.3f);
     std::vector<float> rsc(w.value.size());
     gpu_depthwise_weights(w.value.data(), s.c, s.r, s.s, rsc.data());
-    std::vector<__half> rsc_half(rsc.size());
-    for (size_t i = 0; i < rsc.size(); i++) rsc_half[i] = __float2half_rn(rsc[i]);
-    CHECK_CUDA(cudaMalloc(&w_rsc, rsc.size() * sizeof(__half)));
-    CHECK_CUDA(cudaMemcpy(w_rsc, rsc_half.data(), rsc.size() * sizeof(__half),
-                          cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMalloc(&bias_dev, s.c * sizeof(float)));
-    CHECK_CUDA(cudaMemcpy(bias_dev, bias.data(), s.c * sizeof(float), cudaMemcpyHostToDevice));
+    w_rsc = lab_upload_half(rsc);
+    bias_dev = static_cast<float*>(lab_upload(bias.data(), s.c * sizeof(float)));
     CHECK_CUDA(cudaMalloc(&y, y_count * sizeof(__half)));
   }
   ~problem() { cudaFree(w_rsc), cudaFree(bias_dev), cudaFree(y); }
@@ -181,23 +176,14 @@ struct cudnn_depthwise {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int validate_only = 0, rows = 5120, runs = 20;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--validate") == 0) validate_only = 1;
-    else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) rows = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
-    else CHECK(0, "usage: bench_depthwise_lab [--validate] [--rows N] [--runs R]");
-  }
+  const lab_options o = lab_options_of(argc, argv, "bench_depthwise_lab");
+  const int rows = o.rows, runs = o.runs;
   lab_seed(2718u);
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    printf("skipped: no GPU\n");
-    return 77;
-  }
+  if (!lab_have_gpu()) return 77;
   printf("check against the CPU (5 rows; the odd shapes 3):\n");
   for (const lab_shape& l : kShapes) problem(l, 5).validate();
   for (const lab_shape& l : kOdd) problem(l, 3).validate();
-  if (validate_only) return 0;
+  if (o.validate_only) return 0;
 
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));

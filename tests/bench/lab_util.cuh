@@ -1,6 +1,7 @@
-// What the kernel labs (conv_lab.cu, depthwise_lab.cu) share: uniform random numbers from a seed,
-// fp16 tensors with their values as floats and a device copy, cuDNN's status check, and the
-// median time of a launch over CUDA events.
+// What the kernel labs (conv_lab.cu, depthwise_lab.cu) share: their command line, uniform random
+// numbers from a seed, fp16 tensors with their values as floats and a device copy, uploads,
+// cuDNN's status check, the check against a CPU reference, and the median time of a launch over
+// CUDA events.
 #ifndef TTP_LAB_UTIL_CUH
 #define TTP_LAB_UTIL_CUH
 
@@ -11,6 +12,8 @@
 #include <algorithm>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <vector>
 
 #include "pipeline/cudnn/conv_kernels.h"
@@ -39,6 +42,45 @@ struct tensor {
   }
   ~tensor() { cudaFree(dev); }
 };
+
+// A lab's command line: --validate (check only), --rows N, --runs R; `program` names it in the
+// usage line.
+struct lab_options {
+  int validate_only = 0, rows = 5120, runs = 20;
+};
+inline lab_options lab_options_of(int argc, char** argv, const char* program) {
+  lab_options o;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--validate") == 0) o.validate_only = 1;
+    else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) o.rows = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) o.runs = atoi(argv[++i]);
+    else CHECK(0, "usage: %s [--validate] [--rows N] [--runs R]", program);
+  }
+  return o;
+}
+
+// Whether there is a GPU; where there is none, says so (the lab then exits 77: skipped).
+inline bool lab_have_gpu() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) return true;
+  printf("skipped: no GPU\n");
+  return false;
+}
+
+// A new device buffer holding `bytes` from host memory.
+inline void* lab_upload(const void* host, size_t bytes) {
+  void* dev = nullptr;
+  CHECK_CUDA(cudaMalloc(&dev, bytes));
+  CHECK_CUDA(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+  return dev;
+}
+
+// Host floats rounded to fp16 in a new device buffer.
+inline void* lab_upload_half(const std::vector<float>& values) {
+  std::vector<__half> half(values.size());
+  for (size_t i = 0; i < values.size(); i++) half[i] = __float2half_rn(values[i]);
+  return lab_upload(half.data(), half.size() * sizeof(__half));
+}
 
 #define CHECK_DNN(call)                                                                      \
   do {                                                                                       \

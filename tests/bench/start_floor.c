@@ -10,27 +10,18 @@
 
    bench_start_floor [--json]   one line per step in ms, and the total (or one JSON object)
    Exits 77 where there is no GPU (ctest, label gpu: each step must have taken time). */
-#include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "pipeline/cudnn/dnn_libs.h"
+#include "tests/common/check_cuda.h"
 
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
-
-#define RUNTIME(call)                                                                     \
-  do {                                                                                    \
-    cudaError_t r_ = (call);                                                              \
-    if (r_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "bench_start_floor: %s: %s\n", #call, cudaGetErrorString(r_));      \
-      return 1;                                                                           \
-    }                                                                                     \
-  } while (0)
 
 int main(int argc, char** argv) {
   const int json = argc > 1 && strcmp(argv[1], "--json") == 0;
@@ -43,25 +34,20 @@ int main(int argc, char** argv) {
     return 77;
   }
   ms[0] = 1e3 * (now() - at), at = now();
-  RUNTIME(cudaSetDevice(0));
-  RUNTIME(cudaFree(0));
+  CHECK_CUDA(cudaSetDevice(0));
+  CHECK_CUDA(cudaFree(0));
   ms[1] = 1e3 * (now() - at), at = now();
   void* pinned = NULL;
-  RUNTIME(cudaHostAlloc(&pinned, (size_t)64 << 20, cudaHostAllocDefault));
+  CHECK_CUDA(cudaHostAlloc(&pinned, (size_t)64 << 20, cudaHostAllocDefault));
   ms[2] = 1e3 * (now() - at), at = now();
   ttp_err e = {0};
-  if (dnn_libs_load(&e) != TTP_OK) {
-    fprintf(stderr, "bench_start_floor: %s\n", e.message);
-    return 1;
-  }
+  CHECK(dnn_libs_load(&e) == TTP_OK, "%s", e.message);
   ms[3] = 1e3 * (now() - at), at = now();
   cudnnHandle_t dnn;
   cublasLtHandle_t lt;
-  if (gpu_libs.cudnnCreate(&dnn) != CUDNN_STATUS_SUCCESS ||
-      gpu_libs.cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
-    fprintf(stderr, "bench_start_floor: a cuDNN or cuBLASLt handle failed\n");
-    return 1;
-  }
+  CHECK(gpu_libs.cudnnCreate(&dnn) == CUDNN_STATUS_SUCCESS &&
+            gpu_libs.cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS,
+        "a cuDNN or cuBLASLt handle failed");
   ms[4] = 1e3 * (now() - at);
   double total = 0;
   int failed = 0;

@@ -62,6 +62,17 @@ void graphs_finish(model* m, test_rng* rng) {
 
 /* ---- the networks --------------------------------------------------------------------------- */
 
+/* What every builder ends with: an fc of `classes` outputs over the last layer's, a softmax,
+   then graphs_finish. */
+static void graphs_head(model* m, int classes, test_rng* rng) {
+  ttp_err e = {0};
+  model_layer* fc = model_add(m, MODEL_FC, "fc", &e);
+  CHECK(fc, "%s", e.message);
+  fc->p.fc.out = classes;
+  CHECK(model_add(m, MODEL_SOFTMAX, "softmax", &e), "%s", e.message);
+  graphs_finish(m, rng);
+}
+
 model* graphs_resnet(int blocks, test_rng* rng) {
   ttp_err e = {0};
   model* m = model_new((model_shape){3, 17, 15}, &e);
@@ -93,9 +104,7 @@ model* graphs_resnet(int blocks, test_rng* rng) {
     }
   model_layer* pool = graphs_add(m, MODEL_AVGPOOL, "gap", v);
   pool->p.pool.w = model_window_of(5, 4, 1, 0); /* the whole 5 x 4 map */
-  model_add(m, MODEL_FC, "fc", &e)->p.fc.out = 10;
-  model_add(m, MODEL_SOFTMAX, "softmax", &e);
-  graphs_finish(m, rng);
+  graphs_head(m, 10, rng);
   return m;
 }
 
@@ -129,9 +138,7 @@ model* graphs_mobilenet(test_rng* rng) {
   v = graphs_value(m, graphs_join(m, MODEL_ADD, "residual", 3, three));
   l = graphs_add(m, MODEL_AVGPOOL, "mean", v);
   l->p.pool.w = model_window_of(16, 14, 1, 0);
-  model_add(m, MODEL_FC, "fc", &e)->p.fc.out = 7;
-  model_add(m, MODEL_SOFTMAX, "softmax", &e);
-  graphs_finish(m, rng);
+  graphs_head(m, 7, rng);
   return m;
 }
 
@@ -160,9 +167,7 @@ model* graphs_depthwise(test_rng* rng) {
                                  graphs_value(m, graphs_join(m, MODEL_ADD, "add", 2, pair))));
   l = graphs_add(m, MODEL_AVGPOOL, "gap", v);
   l->p.pool.w = model_window_of(8, 7, 1, 0);
-  model_add(m, MODEL_FC, "fc", &e)->p.fc.out = 9;
-  model_add(m, MODEL_SOFTMAX, "softmax", &e);
-  graphs_finish(m, rng);
+  graphs_head(m, 9, rng);
   return m;
 }
 
@@ -216,9 +221,7 @@ model* graphs_densenet(test_rng* rng) {
   l = model_add(m, MODEL_RESHAPE, "reshape", &e); /* 9 x 4 x 6 read as 24 x 9 x 1 */
   l->p.reshape = (model_shape){24, 9, 1};
   model_add(m, MODEL_AFFINE, "per_row", &e)->weight_count = 24;
-  model_add(m, MODEL_FC, "fc", &e)->p.fc.out = 5;
-  model_add(m, MODEL_SOFTMAX, "softmax", &e);
-  graphs_finish(m, rng);
+  graphs_head(m, 5, rng);
   return m;
 }
 
@@ -237,9 +240,7 @@ model* graphs_option_a(test_rng* rng) {
   const int pair[2] = {y, graphs_value(m, l)};
   y = graphs_value(m, graphs_join(m, MODEL_ADD, "add", 2, pair));
   graphs_add(m, MODEL_RELU, "relu2", y);
-  model_add(m, MODEL_FC, "fc", &e)->p.fc.out = 10;
-  model_add(m, MODEL_SOFTMAX, "softmax", &e);
-  graphs_finish(m, rng);
+  graphs_head(m, 10, rng);
   return m;
 }
 
@@ -348,9 +349,7 @@ model* graphs_zoo(test_rng* rng) {
   l = model_add(m, MODEL_RESHAPE, "reshape", &e); /* read as 20 x 9 x 4 */
   l->p.reshape = (model_shape){20, 9, 4};
   model_add(m, MODEL_AFFINE, "per_channel", &e)->weight_count = 20;
-  model_add(m, MODEL_FC, "fc", &e)->p.fc.out = 9;
-  model_add(m, MODEL_SOFTMAX, "softmax", &e);
-  graphs_finish(m, rng);
+  graphs_head(m, 9, rng);
   return m;
 }
 
