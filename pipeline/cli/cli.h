@@ -71,7 +71,8 @@ extern const char* const cli_engine_names[];
 extern const ttp_engine cli_engine_ids[];
 /* The engine named `name` (not "auto") into *id; 0 if there is none of that name. */
 int cli_engine_id(const char* name, ttp_engine* id);
-/* Whether the engine named `name` runs on the CPU (cpu, onednn): no CUDA call for it. */
+/* Whether the engine named `name` runs on the CPU (cpu, onednn): no CUDA call for it. NULL (no
+   --engine, so auto): 0. */
 int cli_engine_on_host(const char* name);
 
 /* --precision (one of ttp_precision_name's names) into *p, left as it is when not given.

@@ -450,8 +450,9 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
   /* The ranks of an MPI job choose the cudnn engine's algorithms by a fixed rule (cuDNN's
      heuristic, nothing timed), so that every rank computes the same bits; --plan overrides.
      Each rank of a machine takes its own GPU in turn, unless --device or --devices says. */
-  const char* engine = cli_get(a, "engine"); /* a CPU engine's ranks never start CUDA */
-  const int gpus = job->size > 1 && !(engine && cli_engine_on_host(engine)) ? ttp_gpu_count() : 0;
+  /* A CPU engine's ranks never start CUDA. */
+  const int gpus =
+      job->size > 1 && !cli_engine_on_host(cli_get(a, "engine")) ? ttp_gpu_count() : 0;
   if (rc == CLI_EXIT_OK)
     rc = cli_open_pipeline(a, CLASSIFY_SLOTS,
                            job->size > 1 ? TTP_PLAN_HEURISTIC : TTP_PLAN_MEASURE,

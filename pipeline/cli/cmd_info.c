@@ -17,7 +17,7 @@ static int run_info(const cli_args* a) {
   const ttp_model_info* m = ttp_model(p);
   printf("build   %s\n", ttp_build_string());
   const char* engine = cli_get(a, "engine");
-  if (engine && cli_engine_on_host(engine)) /* a CPU engine's process never starts CUDA */
+  if (cli_engine_on_host(engine)) /* a CPU engine's process never starts CUDA */
     printf("GPUs    not counted (engine %s runs on the CPU)\n", engine);
   else
     printf("GPUs    %d\n", ttp_gpu_count());

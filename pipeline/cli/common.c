@@ -91,7 +91,7 @@ const ttp_engine cli_engine_ids[] = {TTP_ENGINE_AUTO, TTP_ENGINE_CPU, TTP_ENGINE
                                      TTP_ENGINE_FUSED, TTP_ENGINE_ONEDNN};
 
 int cli_engine_on_host(const char* name) {
-  return !strcmp(name, "cpu") || !strcmp(name, "onednn");
+  return name && (!strcmp(name, "cpu") || !strcmp(name, "onednn"));
 }
 
 int cli_engine_id(const char* name, ttp_engine* id) {

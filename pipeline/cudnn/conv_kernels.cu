@@ -350,19 +350,24 @@ cudaError_t launch(const void* x, const void* w, const float* bias, const void* 
   return cudaGetLastError();
 }
 
+// Whether the kernel takes the shape, and how it cuts it (*pl) where it does.
+int takes(const gpu_conv_shape& s, conv_plan* pl) {
+  return s.c % 16 == 0 && s.k % 16 == 0 && s.c >= 16 && s.k >= 16 && s.n >= 1 && s.p >= 1 &&
+         s.q >= 1 && plan_conv(s, pl);
+}
+
 }  // namespace
 
 extern "C" int gpu_conv_nhwc_takes(const gpu_conv_shape* s) {
   conv_plan pl;
-  return s->c % 16 == 0 && s->k % 16 == 0 && s->c >= 16 && s->k >= 16 && s->n >= 1 &&
-         s->p >= 1 && s->q >= 1 && plan_conv(*s, &pl);
+  return takes(*s, &pl);
 }
 
 extern "C" ttp_status gpu_conv_nhwc(const void* x, const void* weights, const float* bias,
                                     const void* z, void* y, const gpu_conv_shape* s, int relu,
                                     cudaStream_t stream, ttp_err* e) {
   conv_plan pl;
-  if (!gpu_conv_nhwc_takes(s) || !plan_conv(*s, &pl))
+  if (!takes(*s, &pl))
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_conv_nhwc: %d to %d channels, a %dx%d window "
                "(multiples of 16 channels, the weights and two windows within shared memory)",
                s->c, s->k, s->r, s->s);
