@@ -1,19 +1,26 @@
-// ttapipe's NHWC fp16 convolution with its epilogue (see conv_kernels.h).
+// ttapipe's NHWC convolution with its epilogue (see conv_kernels.h), in fp16 or in fp32 on TF32
+// tensor cores.
 //
-// An implicit GEMM on the tensor cores (mma.sync m16n8k16, fp32 accumulation): M = output
+// An implicit GEMM on the tensor cores (mma.sync, fp32 accumulation): M = output
 // pixels, N = output channels, K = taps x input channels. The grid is persistent: a block of 8
 // warps keeps a slice of KT output channels' weights in shared memory for its whole life and
 // walks work items, each one to a few whole images (or a band of output rows of a large one).
 // An item's input window (every input pixel the item reads, zeros outside the image) arrives
 // in shared memory by cp.async while the block computes the item before it (two buffers).
-// A warp takes two 16-pixel tiles at a time: per tap and 16 input channels, one ldmatrix of A a
-// tile straight from the window (each lane names its own pixel's row, so that tiles may cross
+// A warp takes two 16-pixel tiles at a time: per tap and k-step (32 bytes of input channels: 16
+// in fp16 for an m16n8k16, 8 in fp32 for a TF32 m16n8k8), one ldmatrix of A a tile straight
+// from the window (each lane names its own pixel's row, so that tiles may cross
 // output rows and strides cost nothing), B fragments from shared memory already in the mma's
 // register order (gpu_conv_weights lays them out so), and the sums start from the bias. The
-// epilogue works in the accumulators' registers: + z, ReLU, rounded once to fp16, two channels
-// a store. The window's 16-byte chunks are XOR-swizzled within each 128-byte line, so that the
+// epilogue works in the accumulators' registers: + z, ReLU, rounded once to the element type,
+// two channels a store. ldmatrix moves 16-bit pairs, so on fp32 values it hands each lane whole
+// words: row lane / 4, word lane % 4 of each 8 x 16-byte matrix, which is the TF32 mma's A
+// fragment as it is for fp16's. A k-step is 32 bytes of channels in both, and so are the
+// B fragments' 512 bytes a pair of n-tiles and the addressing of the window. The window's 16-byte chunks are XOR-swizzled within each 128-byte line, so that the
 // eight rows an ldmatrix phase reads lie in eight different bank groups.
 #include <cuda_fp16.h>
+
+#include <string.h>
 
 #include <initializer_list>
 
@@ -32,6 +39,50 @@ constexpr size_t kSharedPerSM = 226 << 10;    // opt-in shared memory of a block
                                               // the tap table
 constexpr size_t kSharedForTwo = 111 << 10;   // per block, so that two fit on an SM
 constexpr int kMaxItemPixels = 1024;          // output pixels an item: 64 tiles, 4 pairs a warp
+
+// What differs between the element types: the residual's pairs of values, their store, the
+// mma. TF32's mma reads the top 19 bits of each fp32 word (the weights were rounded to them on
+// upload; the activations are truncated).
+template <typename T>
+struct element;
+template <>
+struct element<__half> {
+  using pair = __half2;
+  static __device__ __forceinline__ pair load(const __half* p) {
+    return __ldg(reinterpret_cast<const __half2*>(p));
+  }
+  static __device__ __forceinline__ pair none() { return __floats2half2_rn(0.0f, 0.0f); }
+  static __device__ __forceinline__ float2 wide(pair v) { return __half22float2(v); }
+  static __device__ __forceinline__ void store(__half* p, float a, float b) {
+    *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+  }
+  static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                             unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+template <>
+struct element<float> {
+  using pair = float2;
+  static __device__ __forceinline__ pair load(const float* p) {
+    return __ldg(reinterpret_cast<const float2*>(p));
+  }
+  static __device__ __forceinline__ pair none() { return make_float2(0.0f, 0.0f); }
+  static __device__ __forceinline__ float2 wide(pair v) { return v; }
+  static __device__ __forceinline__ void store(float* p, float a, float b) {
+    *reinterpret_cast<float2*>(p) = make_float2(a, b);
+  }
+  static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                             unsigned b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
 
 // n / d for n < 2^24 and d < 2^16 as one multiply (the magic number rounded up: exact there).
 struct fastdiv {
@@ -56,16 +107,16 @@ size_t round128(size_t n) { return (n + 127) / 128 * 128; }
 // The plan with the most pixels an item (up to kMaxItemPixels) at two blocks an SM, or at one
 // where two would leave a warp without its set of tiles (or the registers allow one); 0 where
 // nothing fits.
-int plan_conv(const gpu_conv_shape& s, conv_plan* pl) {
+int plan_conv(const gpu_conv_shape& s, int elem, conv_plan* pl) {
   const int rows_full = (s.p - 1) * s.stride_h + (s.r - 1) * s.dil_h + 1;
   const int cols = (s.q - 1) * s.stride_w + (s.s - 1) * s.dil_w + 1;
-  const size_t pixel_bytes = (size_t)s.c * 2;
+  const size_t pixel_bytes = (size_t)s.c * elem;
   int found = 0;
   for (int per_sm = 2; per_sm >= 1 && !found; per_sm--) {
     const size_t budget = per_sm == 2 ? kSharedForTwo : kSharedPerSM;
     for (int kt : {64, 48, 32, 16}) {
       if (s.k % kt) continue;
-      const size_t weights = (size_t)s.r * s.s * s.c * kt * 2;
+      const size_t weights = (size_t)s.r * s.s * s.c * kt * elem;
       if (weights >= budget) continue;
       conv_plan p = {};
       p.kt = kt, p.weight_bytes = weights, p.window_cols = cols;
@@ -101,15 +152,15 @@ int plan_conv(const gpu_conv_shape& s, conv_plan* pl) {
         continue;
       p.bands = (s.p + p.band - 1) / p.band;
       p.items = (s.n + p.images - 1) / p.images * p.bands;
-      const int row_chunks = cols * s.c / 8;
+      const int row_chunks = (int)(cols * pixel_bytes / 16);
       if ((long long)p.images * p.window_rows * row_chunks >= (1 << 24) ||
           (long long)p.items >= (1 << 24) || row_chunks >= (1 << 16) ||
           p.images * p.band * s.q >= (1 << 16))
         return 0;
-      if (s.r * s.s * (s.c / 16) > kMaxSteps) return 0;
+      if (s.r * s.s * (int)(pixel_bytes / 32) > kMaxSteps) return 0;
       p.by_bands = make_fastdiv(p.bands);
       p.by_row_chunks = make_fastdiv(row_chunks);
-      p.by_chunks = make_fastdiv(s.c / 8);
+      p.by_chunks = make_fastdiv((unsigned)(pixel_bytes / 16));
       p.by_window_rows = make_fastdiv(p.window_rows);
       p.by_item_pixels = make_fastdiv(p.band * s.q);
       p.by_q = make_fastdiv(s.q);
@@ -139,18 +190,10 @@ __device__ __forceinline__ void copies_wait_all_but_one() {
   asm volatile("cp.async.wait_group 1;\n" ::);
 }
 
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0,
-                                         unsigned b1) {
-  asm(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // The window of item `item` into the buffer at `buffer` (a shared address): for each of the
-// item's images and window rows, the input row's pixels from column -pad_l on.
-__device__ __forceinline__ void load_window(const __half* __restrict__ x, const gpu_conv_shape& s,
+// item's images and window rows, the input row's pixels from column -pad_l on, 16 bytes a copy.
+template <typename T>
+__device__ __forceinline__ void load_window(const T* __restrict__ x, const gpu_conv_shape& s,
                                             const conv_plan& pl, int item, unsigned buffer) {
   const int group = (unsigned)item / pl.by_bands, band = item - group * pl.bands;
   const int first_image = group * pl.images;
@@ -166,17 +209,18 @@ __device__ __forceinline__ void load_window(const __half* __restrict__ x, const 
     const int column = (int)col - s.pad_l;
     const int n = first_image + (int)image;
     const bool valid = n < s.n && row >= 0 && row < s.h && column >= 0 && column < s.w;
-    const __half* src =
-        valid ? x + (((long long)n * s.h + row) * s.w + column) * s.c + part * 8 : x;
+    const T* src =
+        valid ? x + (((long long)n * s.h + row) * s.w + column) * s.c + part * (16 / sizeof(T))
+              : x;
     copy16(buffer + swizzle(v * 16), src, valid);
   }
 }
 
-template <int KT>
+template <typename T, int KT>
 __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
-    const __half* __restrict__ x, const __half* __restrict__ w, const float* __restrict__ bias,
-    const __half* __restrict__ z, __half* __restrict__ y, gpu_conv_shape s, conv_plan pl,
-    int relu) {
+    const T* __restrict__ x, const unsigned char* __restrict__ w, const float* __restrict__ bias,
+    const T* __restrict__ z, T* __restrict__ y, gpu_conv_shape s, conv_plan pl, int relu) {
+  using E = element<T>;
   constexpr int kPairs = KT / 16;  // pairs of 8-channel n-tiles
   constexpr int kTiles = tiles_of(KT);
   extern __shared__ __align__(128) unsigned char smem[];
@@ -185,17 +229,17 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
   const unsigned windows_at = weights_at + (unsigned)pl.weight_bytes;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int k0 = blockIdx.y * KT;
-  const int steps = s.c / 16;  // 16 input channels a k-step
+  const int steps = s.c * (int)sizeof(T) / 32;  // 32 bytes of input channels a k-step
   const int all_steps = s.r * s.s * steps;
 
   // This block's slice of the weights: for each tap and k-step, its kPairs of the layer's
-  // k / 16 pairs, 512 bytes each.
+  // k / 16 pairs, 512 bytes each (a lane's B fragments of two n-tiles: 16 bytes).
   {
     const int pairs = s.k / 16, chunks = all_steps * kPairs * 32;
     for (int v = threadIdx.x; v < chunks; v += kThreads) {
       const int tap_step = v / (kPairs * 32), rest = v - tap_step * kPairs * 32;
       copy16(weights_at + v * 16,
-             w + ((long long)tap_step * pairs + blockIdx.y * kPairs) * 256 + rest * 8, true);
+             w + ((long long)tap_step * pairs + blockIdx.y * kPairs) * 512 + rest * 16, true);
     }
     for (int i = threadIdx.x; i < all_steps; i += kThreads) {
       const int tap = i / steps, r = tap / s.s, t = tap - r * s.s;
@@ -211,7 +255,7 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
   const int a_row = (lane / 8 % 2) * 8 + lane % 8, a_half = lane / 16;
   const int item_pixels = pl.images * pl.band * s.q;
   const int tiles = (item_pixels + 15) / 16;
-  const unsigned pixel_bytes = (unsigned)s.c * 2;
+  const unsigned pixel_bytes = (unsigned)s.c * sizeof(T);
   const int g = lane / 4, t4 = lane % 4;
 
   for (int buffer = 0; item < pl.items; item += gridDim.x, buffer ^= 1) {
@@ -243,7 +287,7 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
       // Where this lane's outputs go (rows g and g + 8 of each tile; -1: past the item), and
       // their residual, read now so that its latency passes under the taps' work.
       long long out_at[kTiles][2];
-      __half2 residual[kTiles][2][KT / 8];
+      typename E::pair residual[kTiles][2][KT / 8];
 #pragma unroll
       for (int f = 0; f < kTiles; f++)
 #pragma unroll
@@ -255,10 +299,9 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
                          : ((((long long)first_image + image) * s.p + band * pl.band) * s.q +
                             rest) * s.k + k0 + t4 * 2;
           const bool read = z && out_at[f][h] >= 0;
-          const __half2* zh = reinterpret_cast<const __half2*>(read ? z + out_at[f][h] : y);
 #pragma unroll
           for (int j = 0; j < KT / 8; j++)
-            residual[f][h][j] = read ? __ldg(zh + j * 4) : __floats2half2_rn(0.0f, 0.0f);
+            residual[f][h][j] = read ? E::load(z + out_at[f][h] + j * 8) : E::none();
         }
       float acc[kTiles][KT / 8][4];
 #pragma unroll
@@ -292,8 +335,8 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
         for (int f = 0; f < kTiles; f++)
 #pragma unroll
           for (int np = 0; np < kPairs; np++) {
-            mma16816(acc[f][2 * np], a_[f], b_[np].x, b_[np].y);
-            mma16816(acc[f][2 * np + 1], a_[f], b_[np].z, b_[np].w);
+            E::mma(acc[f][2 * np], a_[f], b_[np].x, b_[np].y);
+            E::mma(acc[f][2 * np + 1], a_[f], b_[np].z, b_[np].w);
           }
       };
       load(0, a[0], b[0]);
@@ -315,9 +358,12 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
 #pragma unroll
           for (int j = 0; j < KT / 8; j++) {
             float v0 = acc[f][j][2 * h], v1 = acc[f][j][2 * h + 1];
-            if (z) v0 += __low2float(residual[f][h][j]), v1 += __high2float(residual[f][h][j]);
+            if (z) {
+              const float2 r = E::wide(residual[f][h][j]);
+              v0 += r.x, v1 += r.y;
+            }
             if (relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
-            *reinterpret_cast<__half2*>(y + out_at[f][h] + j * 8) = __floats2half2_rn(v0, v1);
+            E::store(y + out_at[f][h] + j * 8, v0, v1);
           }
         }
     }
@@ -325,78 +371,97 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
   }
 }
 
-template <int KT>
+template <typename T, int KT>
 cudaError_t launch(const void* x, const void* w, const float* bias, const void* z, void* y,
                    const gpu_conv_shape& s, const conv_plan& pl, int relu, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (pl.shared > (48 << 10))
-    err = cudaFuncSetAttribute(conv_nhwc_kernel<KT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               (int)pl.shared);
+    err = cudaFuncSetAttribute(conv_nhwc_kernel<T, KT>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pl.shared);
   int device = 0, sms = 0, resident = 0;
   if (err == cudaSuccess) err = cudaGetDevice(&device);
   if (err == cudaSuccess)
     err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err == cudaSuccess)
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, conv_nhwc_kernel<KT>, kThreads,
-                                                        pl.shared);
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, conv_nhwc_kernel<T, KT>,
+                                                        kThreads, pl.shared);
   if (err != cudaSuccess) return err;
   const int ktiles = s.k / KT;
   const long long fill = (long long)sms * (resident > 0 ? resident : 1);
   const int blocks = (int)(pl.items < (fill + ktiles - 1) / ktiles ? pl.items
                                                                    : (fill + ktiles - 1) / ktiles);
-  conv_nhwc_kernel<KT><<<dim3((unsigned)blocks, (unsigned)ktiles), kThreads, pl.shared, stream>>>(
-      static_cast<const __half*>(x), static_cast<const __half*>(w), bias,
-      static_cast<const __half*>(z), static_cast<__half*>(y), s, pl, relu);
+  conv_nhwc_kernel<T, KT>
+      <<<dim3((unsigned)blocks, (unsigned)ktiles), kThreads, pl.shared, stream>>>(
+          static_cast<const T*>(x), static_cast<const unsigned char*>(w), bias,
+          static_cast<const T*>(z), static_cast<T*>(y), s, pl, relu);
   return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t launch(const void* x, const void* w, const float* bias, const void* z, void* y,
+                   const gpu_conv_shape& s, const conv_plan& pl, int relu, cudaStream_t stream) {
+  switch (pl.kt) {
+    case 64: return launch<T, 64>(x, w, bias, z, y, s, pl, relu, stream);
+    case 48: return launch<T, 48>(x, w, bias, z, y, s, pl, relu, stream);
+    case 32: return launch<T, 32>(x, w, bias, z, y, s, pl, relu, stream);
+    default: return launch<T, 16>(x, w, bias, z, y, s, pl, relu, stream);
+  }
+}
+
 // Whether the kernel takes the shape, and how it cuts it (*pl) where it does.
-int takes(const gpu_conv_shape& s, conv_plan* pl) {
+int takes(const gpu_conv_shape& s, int half, conv_plan* pl) {
   return s.c % 16 == 0 && s.k % 16 == 0 && s.c >= 16 && s.k >= 16 && s.n >= 1 && s.p >= 1 &&
-         s.q >= 1 && plan_conv(s, pl);
+         s.q >= 1 && plan_conv(s, half ? 2 : 4, pl);
 }
 
 }  // namespace
 
-extern "C" int gpu_conv_nhwc_takes(const gpu_conv_shape* s) {
+extern "C" int gpu_conv_nhwc_takes(const gpu_conv_shape* s, int half) {
   conv_plan pl;
-  return takes(*s, &pl);
+  return takes(*s, half, &pl);
 }
 
 extern "C" ttp_status gpu_conv_nhwc(const void* x, const void* weights, const float* bias,
                                     const void* z, void* y, const gpu_conv_shape* s, int relu,
-                                    cudaStream_t stream, ttp_err* e) {
+                                    int half, cudaStream_t stream, ttp_err* e) {
   conv_plan pl;
-  if (!takes(*s, &pl))
+  if (!takes(*s, half, &pl))
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_conv_nhwc: %d to %d channels, a %dx%d window "
                "(multiples of 16 channels, the weights and two windows within shared memory)",
                s->c, s->k, s->r, s->s);
-  cudaError_t err;
-  switch (pl.kt) {
-    case 64: err = launch<64>(x, weights, bias, z, y, *s, pl, relu, stream); break;
-    case 48: err = launch<48>(x, weights, bias, z, y, *s, pl, relu, stream); break;
-    case 32: err = launch<32>(x, weights, bias, z, y, *s, pl, relu, stream); break;
-    default: err = launch<16>(x, weights, bias, z, y, *s, pl, relu, stream); break;
-  }
+  const cudaError_t err = half ? launch<__half>(x, weights, bias, z, y, *s, pl, relu, stream)
+                               : launch<float>(x, weights, bias, z, y, *s, pl, relu, stream);
   if (err != cudaSuccess)
     return ERR(e, TTP_ERR_CUDA, "conv_nhwc_kernel launch: %s", cudaGetErrorString(err));
   return TTP_OK;
 }
 
-/* The mma's B fragments in register order: for each tap, k-step of 16 input channels and pair
-   of 8-channel n-tiles, 32 lanes x 8 halves: lane l holds, of n-tile 0 then 1 of the pair,
-   output channel l / 4 and input channels (l % 4) * 2, + 1, + 8 and + 9 of the step. */
-extern "C" void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp,
+/* The mma's B fragments in register order: for each tap, k-step and pair of 8-channel n-tiles,
+   32 lanes x 16 bytes. fp16 (k-steps of 16 input channels): lane l holds, of n-tile 0 then 1,
+   output channel l / 4 and input channels (l % 4) * 2, + 1, + 8 and + 9 of the step. TF32
+   (k-steps of 8): of n-tile 0 then 1, output channel l / 4 and input channels l % 4 and + 4,
+   each value rounded to TF32's 10 bits of mantissa (to nearest, ties away, as cvt.rna does). */
+extern "C" void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp, int half,
                                  float* out) {
-  const int steps = cp / 16, pairs = k / 16;
+  const int per_step = half ? 16 : 8, values = half ? 8 : 4;
+  const int steps = cp / per_step, pairs = k / 16;
   for (int tap = 0; tap < r * s; tap++)
     for (int step = 0; step < steps; step++)
       for (int pair = 0; pair < pairs; pair++)
         for (int lane = 0; lane < 32; lane++)
-          for (int e = 0; e < 8; e++) {
-            const int n = pair * 16 + e / 4 * 8 + lane / 4;
-            const int i = step * 16 + (lane % 4) * 2 + e % 2 + (e % 4 / 2) * 8;
-            const size_t at = ((((size_t)tap * steps + step) * pairs + pair) * 32 + lane) * 8 + e;
-            out[at] = i < c ? kcrs[(((size_t)n * c + i) * r + tap / s) * s + tap % s] : 0.0f;
+          for (int e = 0; e < values; e++) {
+            const int n = pair * 16 + e / (values / 2) * 8 + lane / 4;
+            const int i = half ? step * 16 + (lane % 4) * 2 + e % 2 + (e % 4 / 2) * 8
+                               : step * 8 + lane % 4 + (e % 2) * 4;
+            const size_t at =
+                ((((size_t)tap * steps + step) * pairs + pair) * 32 + lane) * values + e;
+            float v = i < c ? kcrs[(((size_t)n * c + i) * r + tap / s) * s + tap % s] : 0.0f;
+            if (!half) {
+              unsigned bits;
+              memcpy(&bits, &v, sizeof bits);
+              if ((bits & 0x7f800000u) != 0x7f800000u) bits = (bits + 0x1000u) & ~0x1fffu;
+              memcpy(&v, &bits, sizeof bits);
+            }
+            out[at] = v;
           }
 }

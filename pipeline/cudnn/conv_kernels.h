@@ -1,10 +1,11 @@
 /* ttapipe's own convolution for the narrow networks people train on small images (a CIFAR
    ResNet's 16 to 64 channels), where cuDNN's kernels leave most of the memory bandwidth unused:
-   fp16 NHWC activations, an implicit GEMM on the tensor cores (mma.sync, fp32 accumulation) over
-   whole images held in shared memory, and the layers that follow a convolution in its epilogue:
-   the bias (a folded BatchNorm's shift), a residual Add and a ReLU, so that the convolution's
-   output is written once. Launch only (capture-safe). tests/bench/conv_lab.cu checks it against
-   a CPU reference and times it beside cuDNN's fused convolution. */
+   NHWC activations, fp16 (or fp32 read by TF32 tensor cores: the tf32 precision), an implicit
+   GEMM on the tensor cores (mma.sync, fp32 accumulation) over whole images held in shared
+   memory, and the layers that follow a convolution in its epilogue: the bias (a folded
+   BatchNorm's shift), a residual Add and a ReLU, so that the convolution's output is written
+   once. Launch only (capture-safe). tests/bench/conv_lab.cu checks it against a CPU reference
+   and times it beside cuDNN's fused convolution. */
 #ifndef TTP_CONV_KERNELS_H
 #define TTP_CONV_KERNELS_H
 
@@ -22,24 +23,27 @@ typedef struct gpu_conv_shape {
   int n, h, w, c, p, q, k, r, s, stride_h, stride_w, pad_t, pad_l, dil_h, dil_w;
 } gpu_conv_shape;
 
-/* Whether gpu_conv_nhwc takes the shape: c and k multiples of 16, and a slice of the weights
-   (16 to 64 output channels) with two input windows of at least one output row each within a
-   block's shared memory. */
-int gpu_conv_nhwc_takes(const gpu_conv_shape* s);
+/* Whether gpu_conv_nhwc takes the shape in fp16 (half) or fp32: c and k multiples of 16, and a
+   slice of the weights (16 to 64 output channels) with two input windows of at least one output
+   row each within a block's shared memory. */
+int gpu_conv_nhwc_takes(const gpu_conv_shape* s, int half);
 
-/* y = [relu](conv(x, weights) + bias + z), fp16 values, fp32 sums rounded once to fp16 at the
-   end. x: n x h x w x c; weights: gpu_conv_weights' layout; bias: k floats, or
-   NULL; z: like y, or NULL; y: n x p x q x k, not overlapping x or z. */
+/* y = [relu](conv(x, weights) + bias + z), fp32 sums rounded once at the end. half: fp16 values;
+   else fp32 values whose products the tensor cores take in TF32 (the weights as
+   gpu_conv_weights rounded them, the inputs' mantissas cut to 10 bits). x: n x h x w x c;
+   weights: gpu_conv_weights' layout; bias: k floats, or NULL; z: like y, or NULL; y: n x p x q x
+   k, not overlapping x or z. */
 ttp_status gpu_conv_nhwc(const void* x, const void* weights, const float* bias, const void* z,
-                         void* y, const gpu_conv_shape* s, int relu, cudaStream_t stream,
-                         ttp_err* e);
+                         void* y, const gpu_conv_shape* s, int relu, int half,
+                         cudaStream_t stream, ttp_err* e);
 
 /* The model's weights k x c x r x s (floats) into the order gpu_conv_nhwc reads them for an input
-   of cp >= c channels (cp a multiple of 16; those past c zeros): r x s x (cp / 16) x (k / 16)
-   blocks of 256, each the tensor cores' B fragments of 16 input by 16 output channels in the
-   order the 32 lanes hold them (k x cp x r x s values in all; host to host, the caller converts
-   to fp16). */
-void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp, float* out);
+   of cp >= c channels (cp a multiple of 16; those past c zeros), in fp16 (half) or TF32: for each
+   tap, k-step of 32 bytes of input channels (16 in fp16, 8 in TF32) and pair of 8-channel n-tiles,
+   the tensor cores' B fragments in the order the 32 lanes hold them (k x cp x r x s values in
+   all; host to host, the caller converts to fp16; in TF32 the values come rounded to it). */
+void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp, int half,
+                      float* out);
 
 #ifdef __cplusplus
 }

@@ -4,9 +4,9 @@
 
    Shapes: a batch is B images (a bucket of the runner); each becomes N copies, so n = B x N rows
    go through the network. The model may be any graph (model.h): each layer reads its input
-   values from the arena and writes its own there. Layout: NCHW in fp32; NHWC in fp16 where
-   cuDNN takes every convolution so (nhwc_suits; the input's channels padded to 16), which the
-   tensor cores and ttapipe's convolution (conv_kernels.h) want, else NCHW.
+   values from the arena and writes its own there. Layout: NCHW in fp32; NHWC in fp16 and tf32
+   where cuDNN takes every convolution so (nhwc_suits; the input's channels padded to 16), which
+   the tensor cores and ttapipe's convolution (conv_kernels.h) want, else NCHW.
 
    Plan (cudnn_plan), where every allocation and synchronisation happens: cuDNN and cuBLASLt
    handles on the runner's compute stream; which layers run together (an fc and the ReLU that
@@ -75,9 +75,9 @@ static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, 
   void* copies = g->ctx.nhwc ? g->ctx.scratch : value_at(g, 0, bucket);
   TRY(aug_launch(&g->cfg.spec, dev_in, images, m->input.c, m->input.h, m->input.w,
                  g->ctx.half ? AUG_OUT_HALF : AUG_OUT_FLOAT, copies, stream, e));
-  if (g->ctx.nhwc) /* into NHWC (fp16 alone runs so), and the channels past the input's zeros */
+  if (g->ctx.nhwc) /* into NHWC, and the channels past the input's zeros */
     TRY(gpu_to_nhwc_padded(copies, m->input.c, m->input.h, m->input.w, value_at(g, 0, bucket),
-                           g->input_c, rows, stream, e));
+                           g->input_c, rows, g->ctx.half, stream, e));
   for (int r = 0; r < g->runs; r++) {
     const gpu_layer* L = &g->layers[g->order[r]];
     const void* in[MODEL_MAX_INPUTS + 1];
@@ -102,12 +102,12 @@ static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, 
 
 /* ---- plan ----------------------------------------------------------------------------------- */
 
-/* Whether fp16 runs m in NHWC, which cuDNN's tensor-core convolutions want: where every
+/* Whether fp16 and tf32 run m in NHWC, which tensor-core convolutions want: where every
    convolution has a multiple of 8 channels a group or is a depthwise one that ttapipe's kernel
    runs (gpu_depthwise_suits), but those reading the network's input,
    which then holds *input_c channels, its own rounded up to 16 with zeros (the augmentation's
    copies of 1 or 3 channels), when only such convolutions (of one group, even padding) read it.
-   Else NCHW, as in fp32. */
+   Else NCHW, as in fp32 (FMA math, where cuDNN's NCHW kernels are its fastest). */
 static int nhwc_suits(const model* m, int* input_c) {
   int only_convs = 1;
   *input_c = m->input.c;
@@ -322,7 +322,7 @@ static ttp_status cudnn_plan(const model* m, const engine_config* c, const gpu_b
                "exceed cuDNN's 2 GiB; use at most %zu", c->max_batch, c->spec.copies,
                (size_t)INT32_MAX / per_image);
   int input_c = m->input.c;
-  const int nhwc = c->precision == TTP_PRECISION_FP16 && nhwc_suits(m, &input_c);
+  const int nhwc = c->precision != TTP_PRECISION_FP32 && nhwc_suits(m, &input_c);
   char refused[200] = "";
   cudnn_net* g = NULL;
   ttp_status s = plan_net(m, c, buckets, stream, nhwc, input_c, &g, e);
@@ -434,10 +434,10 @@ static ttp_status run_layer_on_device(layer_run* run, const model_layer* l, int 
   gpu_buckets one = {1, {n}};
   engine_config single = *c;
   single.spec.copies = 1; /* rows = n */
-  /* NHWC in fp16 but for a convolution of channels cuDNN's NHWC kernels refuse (the engine pads
-     the network's input instead; a layer alone has no network) */
+  /* NHWC in fp16 and tf32 but for a convolution of channels cuDNN's NHWC kernels refuse (the
+     engine pads the network's input instead; a layer alone has no network) */
   const int groups = l->op == MODEL_CONV && l->p.conv.groups ? l->p.conv.groups : 1;
-  const int nhwc = c->precision == TTP_PRECISION_FP16 &&
+  const int nhwc = c->precision != TTP_PRECISION_FP32 &&
                    (l->op != MODEL_CONV || l->in.c / groups % 8 == 0 || gpu_depthwise_suits(l));
   TRY(plan_context(&run->ctx, &single, &one, n, nhwc, run->ctx.stream, e));
   run->L.l = l;

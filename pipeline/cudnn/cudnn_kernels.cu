@@ -168,17 +168,20 @@ __global__ void reorder_kernel(const T* __restrict__ in, gpu_dims di, T* __restr
 
 // A thread a pixel: its c values from the c planes of its row (NCHW), its cp channels written
 // 8 at a time (16-byte stores), those past c zeros.
-__global__ void to_nhwc_padded_kernel(const __half* __restrict__ in, int c, int plane,
-                                      __half* __restrict__ out, int cp, size_t pixels) {
+template <typename T>
+__global__ void to_nhwc_padded_kernel(const T* __restrict__ in, int c, int plane,
+                                      T* __restrict__ out, int cp, size_t pixels) {
+  constexpr int kVector = 16 / sizeof(T);  // values a 16-byte store
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < pixels;
        i += (size_t)gridDim.x * blockDim.x) {
-    const __half* from = in + i / plane * c * plane + i % plane;
+    const T* from = in + i / plane * c * plane + i % plane;
     uint4* to = reinterpret_cast<uint4*>(out + i * cp);
-    for (int v = 0; v < cp / 8; v++) {
+    for (int v = 0; v < cp / kVector; v++) {
       uint4 vector;
-      __half* h = reinterpret_cast<__half*>(&vector);
+      T* h = reinterpret_cast<T*>(&vector);
 #pragma unroll
-      for (int u = 0; u < 8; u++) h[u] = v * 8 + u < c ? from[(size_t)(v * 8 + u) * plane] : __half();
+      for (int u = 0; u < kVector; u++)
+        h[u] = v * kVector + u < c ? from[(size_t)(v * kVector + u) * plane] : T();
       to[v] = vector;
     }
   }
@@ -334,12 +337,16 @@ extern "C" ttp_status gpu_reorder(const void* in, gpu_dims i, void* out, gpu_dim
 }
 
 extern "C" ttp_status gpu_to_nhwc_padded(const void* in, int c, int h, int w, void* out, int cp,
-                                         size_t rows, cudaStream_t stream, ttp_err* e) {
+                                         size_t rows, int half, cudaStream_t stream, ttp_err* e) {
   if (cp % 8 || cp < c)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_to_nhwc_padded: %d channels into %d", c, cp);
   const size_t pixels = rows * h * w;
-  to_nhwc_padded_kernel<<<blocks_for(pixels), kThreads, 0, stream>>>(
-      static_cast<const __half*>(in), c, h * w, static_cast<__half*>(out), cp, pixels);
+  if (half)
+    to_nhwc_padded_kernel<<<blocks_for(pixels), kThreads, 0, stream>>>(
+        static_cast<const __half*>(in), c, h * w, static_cast<__half*>(out), cp, pixels);
+  else
+    to_nhwc_padded_kernel<<<blocks_for(pixels), kThreads, 0, stream>>>(
+        static_cast<const float*>(in), c, h * w, static_cast<float*>(out), cp, pixels);
   return launched("to_nhwc_padded_kernel", e);
 }
 

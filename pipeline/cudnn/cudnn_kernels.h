@@ -89,10 +89,10 @@ ttp_status gpu_shuffle(const void* in, void* out, size_t rows, gpu_dims d, int g
 ttp_status gpu_reorder(const void* in, gpu_dims i, void* out, gpu_dims o, size_t rows, int half,
                        cudaStream_t stream, ttp_err* e);
 
-/* fp16 rows of c x h x w (NCHW) into h x w x cp (NHWC), the channels past c zeros: the
+/* rows of c x h x w (NCHW) into h x w x cp (NHWC), the channels past c zeros: the
    augmentation's copies into a network's padded NHWC input. cp: a multiple of 8, at least c. */
 ttp_status gpu_to_nhwc_padded(const void* in, int c, int h, int w, void* out, int cp,
-                              size_t rows, cudaStream_t stream, ttp_err* e);
+                              size_t rows, int half, cudaStream_t stream, ttp_err* e);
 
 /* Max (max) or average pooling of in (rows x i) over w into out (rows x o): cpu_maxpool's and
    cpu_avgpool's contracts, the sum in fp32. i and o in the same layout. */

@@ -9,8 +9,8 @@
               TTP_PLAN_HEURISTIC, cuDNN's heuristic ranking, nothing timed), the fastest
               implicit GEMM that every bucket supports (and, in fp32, that uses no tensor
               cores: no TF32). fp32: FMA math. fp16 and tf32: tensor-core math, fp32
-              accumulation. In NHWC fp16, ttapipe's own kernels where cuDNN is slower or
-              absent, with bias, residual Add and ReLU in their epilogue: its convolution
+              accumulation. In NHWC (fp16, tf32), ttapipe's own kernels where cuDNN is slower
+              or absent, with bias, residual Add and ReLU in their epilogue: its convolution
               (conv_kernels.h; own_conv_suits says where) and, for one filter a channel, its
               depthwise convolution (depthwise_kernel.h).
      maxpool, avgpool
@@ -256,7 +256,7 @@ static gpu_conv_shape own_shape(const gpu_context* ctx, const gpu_layer* L, int 
                           w->s, w->stride_h, w->stride_w, w->pad_t, w->pad_l, w->dil_h, w->dil_w};
 }
 
-/* ttapipe's NHWC fp16 convolution (conv_kernels.h) where the engine ran faster with it than with
+/* ttapipe's NHWC convolution (conv_kernels.h) where the engine ran faster with it than with
    cuDNN's (ResNet-20, fp16, one A/B call: BENCHMARKS.md): 1x1 windows, and windows of stride 1
    over maps 32 or more columns wide. On the narrower maps and the strided 3x3 windows the
    convolutions cuDNN picks in the engine are faster, though not the ones bench_conv_lab times
@@ -268,11 +268,11 @@ static int own_conv_suits(const gpu_context* ctx, const gpu_layer* L) {
   const int suited = (w->r == 1 && w->s == 1) ||
                      (w->stride_h == 1 && w->stride_w == 1 && l->out.w >= 32);
   const gpu_conv_shape s = own_shape(ctx, L, ctx->rows[ctx->buckets - 1]);
-  return suited && gpu_conv_nhwc_takes(&s);
+  return suited && gpu_conv_nhwc_takes(&s, ctx->half);
 }
 
 /* One of ttapipe's own kernels for convolution L: its weights, laid out for the kernel in
-   host floats (count of them), go up in fp16 and are freed; its bias goes up in fp32 (the
+   host floats (count of them), go up in the engine's type and are freed; its bias goes up in fp32 (the
    kernels add it to their fp32 sums); `what` names the kernel in the layer's details. */
 static ttp_status own_conv_upload(gpu_context* ctx, gpu_layer* L, float* weights, size_t count,
                                   const char* what, ttp_err* e) {
@@ -292,8 +292,10 @@ static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   const size_t count = (size_t)k * c * r * t;
   float* rsck = malloc(count * sizeof *rsck);
   if (!rsck) return ERR_NOMEM(e, count * sizeof *rsck);
-  gpu_conv_weights(l->weights, k, l->in.c, r, t, c, rsck); /* the channels past the model's: 0 */
-  return own_conv_upload(ctx, L, rsck, count, "ttapipe's NHWC fp16 convolution", e);
+  gpu_conv_weights(l->weights, k, l->in.c, r, t, c, ctx->half, rsck); /* past the model's: 0 */
+  return own_conv_upload(ctx, L, rsck, count,
+                         ctx->half ? "ttapipe's NHWC fp16 convolution"
+                                   : "ttapipe's NHWC convolution (TF32 tensor cores)", e);
 }
 
 int gpu_depthwise_suits(const model_layer* l) {
@@ -309,7 +311,9 @@ static ttp_status depthwise_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   float* rsc = malloc(count * sizeof *rsc);
   if (!rsc) return ERR_NOMEM(e, count * sizeof *rsc);
   gpu_depthwise_weights(l->weights, c, r, t, rsc);
-  return own_conv_upload(ctx, L, rsc, count, "ttapipe's NHWC fp16 depthwise convolution", e);
+  return own_conv_upload(ctx, L, rsc, count,
+                         ctx->half ? "ttapipe's NHWC fp16 depthwise convolution"
+                                   : "ttapipe's NHWC fp32 depthwise convolution", e);
 }
 
 static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
@@ -433,7 +437,8 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
   if (L->own || L->depthwise) {
     const gpu_conv_shape s = own_shape(ctx, L, ctx->rows[b]);
     return (L->own ? gpu_conv_nhwc : gpu_depthwise_nhwc)(x, L->weights, L->bias, z, out, &s,
-                                                         L->fused_relu, ctx->stream, e);
+                                                         L->fused_relu, ctx->half, ctx->stream,
+                                                         e);
   }
   if (L->explicit_pad) {
     const model_window* w = &l->p.conv.w;

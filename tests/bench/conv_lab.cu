@@ -1,7 +1,7 @@
-// Kernel lab for ttapipe's NHWC fp16 convolution with its epilogue (pipeline/cudnn/
-// conv_kernels.cu) beside cuDNN's fused convolution (cudnnConvolutionBiasActivationForward,
-// NHWC fp16, tensor cores, the fastest algorithm cudnnFind measures), on a CIFAR ResNet-20's
-// convolutions:
+// Kernel lab for ttapipe's NHWC convolution with its epilogue (pipeline/cudnn/conv_kernels.cu),
+// in fp16 and in fp32 on TF32 tensor cores, beside cuDNN's fused convolution
+// (cudnnConvolutionBiasActivationForward, NHWC, the same types, tensor-core math, the fastest
+// algorithm cudnnFind measures), on a CIFAR ResNet-20's convolutions:
 //
 //   stage1     3x3, 16 -> 16 channels, 32x32, + residual + ReLU
 //   down2      3x3 stride 2, 16 -> 32, 32x32 -> 16x16, + ReLU
@@ -12,12 +12,17 @@
 // and, for the check alone, an odd shape (3 rows of 7x9, 32 -> 48 channels, a 3x2 window of
 // strides 2 and 1, dilation 1 and 2, padding above only) without a bias.
 //
-// Every shape is first checked against a CPU reference (sums in double over the same fp16
-// inputs; the kernel's fp32 sum is rounded once to fp16): |got - want| <= 2^-10 |want| + 1e-3.
+// Every shape is first checked in both types against a CPU reference (sums in double over the
+// same inputs). fp16 (the inputs fp16 values; the kernel's fp32 sum is rounded once to fp16):
+// |got - want| <= 2^-10 |want| + 1e-3. TF32 (fp32 inputs of full precision, which the tensor
+// cores cut to 10 bits of mantissa, < 2^-10 relative, and weights rounded to them, <= 2^-11):
+// |got - want| <= 2^-9 sum |x w| + 1e-5, the products' error bound with room for the fp32
+// accumulation.
 //
 //   bench_conv_lab --validate        check only (ctest, label gpu; 77 without a GPU)
 //   bench_conv_lab [--rows N] [--runs R]
-//                                    check, then time both on each shape with N rows (default
+//                                    check, then time both on each shape in each type with N
+//                                    rows (default
 //                                    5120: a batch of 1024 images x 5 copies), the median of R
 //                                    runs (default 20); and ResNet-20's convolutions summed
 //                                    (the stem, on 3 channels, left out)
@@ -68,6 +73,7 @@ gpu_conv_shape shape_of(const lab_shape& l, int rows) {
 struct problem {
   lab_shape l;
   gpu_conv_shape s;
+  bool half;       // fp16, else fp32 on TF32 tensor cores
   tensor x, w, z;  // w: the model's k x c x r x s
   std::vector<float> bias;
   void* w_rsck = nullptr;
@@ -75,52 +81,59 @@ struct problem {
   void* y = nullptr;
   size_t y_count;
 
-  problem(const lab_shape& shape, int rows) : l(shape), s(shape_of(shape, rows)) {
-    x.fill((size_t)s.n * s.h * s.w * s.c, -1.0f, 1.0f);
+  problem(const lab_shape& shape, int rows, bool in_half)
+      : l(shape), s(shape_of(shape, rows)), half(in_half) {
+    x.fill((size_t)s.n * s.h * s.w * s.c, -1.0f, 1.0f, half);
     const float range = 1.5f / sqrtf((float)(s.c * s.r * s.s));
-    w.fill((size_t)s.k * s.c * s.r * s.s, -range, range);
+    w.fill((size_t)s.k * s.c * s.r * s.s, -range, range, half);
     y_count = (size_t)s.n * s.p * s.q * s.k;
-    z.fill(l.residual ? y_count : 1, -1.0f, 1.0f);
+    z.fill(l.residual ? y_count : 1, -1.0f, 1.0f, half);
     bias.resize(s.k);
     for (float& b : bias) b = uniform(-0.3f, 0.3f);
     std::vector<float> rsck(w.value.size());
-    gpu_conv_weights(w.value.data(), s.k, s.c, s.r, s.s, s.c, rsck.data());
-    w_rsck = lab_upload_half(rsck);
+    gpu_conv_weights(w.value.data(), s.k, s.c, s.r, s.s, s.c, half, rsck.data());
+    w_rsck = lab_upload_values(rsck, half);
     bias_dev = static_cast<float*>(lab_upload(bias.data(), s.k * sizeof(float)));
-    CHECK_CUDA(cudaMalloc(&y, y_count * sizeof(__half)));
+    CHECK_CUDA(cudaMalloc(&y, y_count * (half ? sizeof(__half) : sizeof(float))));
   }
   ~problem() { cudaFree(w_rsck), cudaFree(bias_dev), cudaFree(y); }
 
   void run_ours(cudaStream_t stream) {
     ttp_err e = {};
     CHECK(gpu_conv_nhwc(x.dev, w_rsck, l.bias ? bias_dev : nullptr, l.residual ? z.dev : nullptr,
-                        y, &s, l.relu, stream, &e) == TTP_OK, "%s: %s", l.name, e.message);
+                        y, &s, l.relu, half, stream, &e) == TTP_OK, "%s: %s", l.name,
+          e.message);
   }
 
-  // The CPU reference of output (image, p, q, k), in double.
-  double reference(int image, int p, int q, int k) const {
-    double sum = l.bias ? bias[k] : 0.0;
+  // The CPU reference of output (image, p, q, k), in double, and the kernel's bound.
+  lab_want reference(int image, int p, int q, int k) const {
+    double sum = l.bias ? bias[k] : 0.0, magnitude = 0.0;
     for (int r = 0; r < s.r; r++)
       for (int t = 0; t < s.s; t++) {
         const int row = p * s.stride_h - s.pad_t + r * s.dil_h;
         const int col = q * s.stride_w - s.pad_l + t * s.dil_w;
         if (row < 0 || row >= s.h || col < 0 || col >= s.w) continue;
         const float* in = &x.value[(((size_t)image * s.h + row) * s.w + col) * s.c];
-        for (int c = 0; c < s.c; c++)
-          sum += (double)in[c] * w.value[(((size_t)k * s.c + c) * s.r + r) * s.s + t];
+        for (int c = 0; c < s.c; c++) {
+          const double product =
+              (double)in[c] * w.value[(((size_t)k * s.c + c) * s.r + r) * s.s + t];
+          sum += product, magnitude += fabs(product);
+        }
       }
     if (l.residual) sum += z.value[(((size_t)image * s.p + p) * s.q + q) * s.k + k];
-    return l.relu && sum < 0 ? 0.0 : sum;
+    const double want = l.relu && sum < 0 ? 0.0 : sum;
+    return {want, half ? 0x1p-10 * fabs(want) + 1e-3 : 0x1p-9 * magnitude + 1e-5};
   }
 
   // Poisons y, runs the kernel, and checks every output against the reference.
   void validate() {
-    lab_validate(l.name, s, y, [&] { run_ours(0); },
+    lab_validate(l.name, s, y, half, [&] { run_ours(0); },
                  [&](int image, int p, int q, int k) { return reference(image, p, q, k); });
   }
 };
 
-// cuDNN's fused convolution on the same problem (its own weights in k x r x s x c).
+// cuDNN's fused convolution on the same problem in the same type (its own weights in k x r x s
+// x c; the bias in the tensors' type).
 struct cudnn_conv {
   cudnnHandle_t dnn;
   cudnnTensorDescriptor_t xd, yd, bd;
@@ -129,25 +142,23 @@ struct cudnn_conv {
   cudnnActivationDescriptor_t ad;
   cudnnConvolutionFwdAlgo_t algo;
   void* w_krsc = nullptr;
-  void* bias_half = nullptr;
+  void* bias_typed = nullptr;
   void* workspace = nullptr;
   size_t workspace_size = 0;
   problem& pr;
 
   explicit cudnn_conv(problem& p) : pr(p) {
     const gpu_conv_shape& s = p.s;
+    const cudnnDataType_t type = p.half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     CHECK_DNN(cudnnCreate(&dnn));
     CHECK_DNN(cudnnCreateTensorDescriptor(&xd));
     CHECK_DNN(cudnnCreateTensorDescriptor(&yd));
     CHECK_DNN(cudnnCreateTensorDescriptor(&bd));
-    CHECK_DNN(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, s.n, s.c, s.h,
-                                         s.w));
-    CHECK_DNN(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, s.n, s.k, s.p,
-                                         s.q));
-    CHECK_DNN(cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, 1, s.k, 1, 1));
+    CHECK_DNN(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NHWC, type, s.n, s.c, s.h, s.w));
+    CHECK_DNN(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NHWC, type, s.n, s.k, s.p, s.q));
+    CHECK_DNN(cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NHWC, type, 1, s.k, 1, 1));
     CHECK_DNN(cudnnCreateFilterDescriptor(&wd));
-    CHECK_DNN(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_HALF, CUDNN_TENSOR_NHWC, s.k, s.c, s.r,
-                                         s.s));
+    CHECK_DNN(cudnnSetFilter4dDescriptor(wd, type, CUDNN_TENSOR_NHWC, s.k, s.c, s.r, s.s));
     CHECK_DNN(cudnnCreateConvolutionDescriptor(&cd));
     CHECK_DNN(cudnnSetConvolution2dDescriptor(cd, s.pad_t, s.pad_l, s.stride_h, s.stride_w,
                                               s.dil_h, s.dil_w, CUDNN_CROSS_CORRELATION,
@@ -156,19 +167,15 @@ struct cudnn_conv {
     CHECK_DNN(cudnnCreateActivationDescriptor(&ad));
     CHECK_DNN(cudnnSetActivationDescriptor(
         ad, p.l.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY, CUDNN_PROPAGATE_NAN, 0));
-    std::vector<__half> krsc(p.w.value.size()), bias(s.k);
+    std::vector<float> krsc(p.w.value.size());
     for (int k = 0; k < s.k; k++)
       for (int c = 0; c < s.c; c++)
         for (int r = 0; r < s.r; r++)
           for (int t = 0; t < s.s; t++)
             krsc[(((size_t)k * s.r + r) * s.s + t) * s.c + c] =
-                p.w.half[(((size_t)k * s.c + c) * s.r + r) * s.s + t];
-    for (int k = 0; k < s.k; k++) bias[k] = __float2half_rn(p.bias[k]);
-    CHECK_CUDA(cudaMalloc(&w_krsc, krsc.size() * sizeof(__half)));
-    CHECK_CUDA(cudaMemcpy(w_krsc, krsc.data(), krsc.size() * sizeof(__half),
-                          cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMalloc(&bias_half, s.k * sizeof(__half)));
-    CHECK_CUDA(cudaMemcpy(bias_half, bias.data(), s.k * sizeof(__half), cudaMemcpyHostToDevice));
+                p.w.value[(((size_t)k * s.c + c) * s.r + r) * s.s + t];
+    w_krsc = lab_upload_values(krsc, p.half);
+    bias_typed = lab_upload_values(p.bias, p.half);
     // The identity activation runs with the precomputed implicit GEMM alone (cuDNN's rule).
     algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
     if (p.l.relu) {
@@ -184,7 +191,7 @@ struct cudnn_conv {
     if (workspace_size) CHECK_CUDA(cudaMalloc(&workspace, workspace_size));
   }
   ~cudnn_conv() {
-    cudaFree(w_krsc), cudaFree(bias_half), cudaFree(workspace);
+    cudaFree(w_krsc), cudaFree(bias_typed), cudaFree(workspace);
     cudnnDestroyActivationDescriptor(ad), cudnnDestroyConvolutionDescriptor(cd);
     cudnnDestroyFilterDescriptor(wd), cudnnDestroyTensorDescriptor(xd);
     cudnnDestroyTensorDescriptor(yd), cudnnDestroyTensorDescriptor(bd), cudnnDestroy(dnn);
@@ -196,7 +203,7 @@ struct cudnn_conv {
     void* z = pr.l.residual ? pr.z.dev : pr.y;
     CHECK_DNN(cudnnConvolutionBiasActivationForward(dnn, &one, xd, pr.x.dev, wd, w_krsc, cd, algo,
                                                     workspace, workspace_size, &alpha2, yd, z, bd,
-                                                    bias_half, ad, yd, pr.y));
+                                                    bias_typed, ad, yd, pr.y));
     (void)zero;
   }
 };
@@ -209,33 +216,40 @@ int main(int argc, char** argv) {
   lab_seed(12345u);
   if (!lab_have_gpu()) return 77;
   printf("check against the CPU (5 rows; the odd shape 3):\n");
-  for (const lab_shape& l : kShapes) problem(l, 5).validate();
-  problem(kOdd, 3).validate();
+  for (bool half : {true, false}) {
+    for (const lab_shape& l : kShapes) problem(l, 5, half).validate();
+    problem(kOdd, 3, half).validate();
+  }
   if (o.validate_only) return 0;
 
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  printf("\n%s, %d rows, median of %d runs; GB/s: x, z, y and the weights once each\n",
-         prop.name, rows, runs);
-  printf("%-7s %10s %8s %10s %8s %8s\n", "shape", "ours us", "GB/s", "cuDNN us", "GB/s", "ratio");
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreate(&stream));
-  double ours_total = 0, cudnn_total = 0;
-  for (const lab_shape& l : kShapes) {
-    problem pr(l, rows);
-    pr.validate();
-    cudnn_conv dnn(pr);
-    const float ours = median_ms([&](cudaStream_t s) { pr.run_ours(s); }, runs, stream);
-    const float theirs = median_ms([&](cudaStream_t s) { dnn.run(s); }, runs, stream);
-    const double bytes = 2.0 * (pr.x.value.size() + (l.residual ? 2 : 1) * pr.y_count +
-                                pr.w.value.size());
-    printf("%-7s %10.1f %8.0f %10.1f %8.0f %8.2f\n", l.name, ours * 1e3, bytes / ours / 1e6,
-           theirs * 1e3, bytes / theirs / 1e6, theirs / ours);
-    ours_total += l.count * ours, cudnn_total += l.count * theirs;
+  for (bool half : {true, false}) {
+    const char* type = half ? "fp16" : "fp32 on TF32 tensor cores";
+    printf("\n%s, %s, %d rows, median of %d runs; GB/s: x, z, y and the weights once each\n",
+           prop.name, type, rows, runs);
+    printf("%-7s %10s %8s %10s %8s %8s\n", "shape", "ours us", "GB/s", "cuDNN us", "GB/s",
+           "ratio");
+    double ours_total = 0, cudnn_total = 0;
+    for (const lab_shape& l : kShapes) {
+      problem pr(l, rows, half);
+      pr.validate();
+      cudnn_conv dnn(pr);
+      const float ours = median_ms([&](cudaStream_t s) { pr.run_ours(s); }, runs, stream);
+      const float theirs = median_ms([&](cudaStream_t s) { dnn.run(s); }, runs, stream);
+      const double bytes = (half ? 2.0 : 4.0) * (pr.x.value.size() +
+                                                 (l.residual ? 2 : 1) * pr.y_count +
+                                                 pr.w.value.size());
+      printf("%-7s %10.1f %8.0f %10.1f %8.0f %8.2f\n", l.name, ours * 1e3, bytes / ours / 1e6,
+             theirs * 1e3, bytes / theirs / 1e6, theirs / ours);
+      ours_total += l.count * ours, cudnn_total += l.count * theirs;
+    }
+    printf("%s: ResNet-20's 18 convolutions after the stem, %d rows: ours %.3f ms, cuDNN %.3f "
+           "ms; at 5 copies that alone allows %.0f and %.0f images/s\n", type, rows, ours_total,
+           cudnn_total, rows / 5 / ours_total * 1e3, rows / 5 / cudnn_total * 1e3);
   }
-  printf("ResNet-20's 18 convolutions after the stem, %d rows: ours %.3f ms, cuDNN %.3f ms; at 5 "
-         "copies that alone allows %.0f and %.0f images/s\n", rows, ours_total, cudnn_total,
-         rows / 5 / ours_total * 1e3, rows / 5 / cudnn_total * 1e3);
   cudaStreamDestroy(stream);
   return 0;
 }

@@ -1,5 +1,6 @@
-// Kernel lab for ttapipe's NHWC fp16 depthwise convolution (pipeline/cudnn/depthwise_kernel.cu)
-// beside cuDNN's grouped convolution in NCHW fp16 (what the cudnn engine ran before: cuDNN takes
+// Kernel lab for ttapipe's NHWC depthwise convolution (pipeline/cudnn/depthwise_kernel.cu), in
+// fp16 and fp32, beside cuDNN's grouped convolution in NCHW of the same type (what the cudnn
+// engine ran before: cuDNN takes
 // groups of one channel only in NCHW), on the depthwise layers of the MobileNetV2-style net of
 // tests/onnx/nets.py (3x3, a folded BatchNorm's bias):
 //
@@ -11,13 +12,15 @@
 // dilation 2 and 1, padding above and left only, with a residual z and a ReLU; 16 channels of
 // 5x6, a 5x3 window (the kernel's general loop), no bias.
 //
-// Every shape is first checked against a CPU reference (sums in double over the same fp16 inputs;
-// the kernel's fp32 sum is rounded once to fp16): |got - want| <= 2^-10 |want| + 1e-3, every
-// output poisoned (NaN) before the run.
+// Every shape is first checked in both types against a CPU reference (sums in double over the
+// same inputs), every output poisoned (NaN) before the run. fp16 (the kernel's fp32 sum is
+// rounded once to fp16): |got - want| <= 2^-10 |want| + 1e-3; fp32 (fp32 products and sums of at
+// most 16 terms): |got - want| <= 2^-19 sum |x w| + 1e-6.
 //
 //   bench_depthwise_lab --validate   check only (ctest, label gpu; 77 without a GPU)
 //   bench_depthwise_lab [--rows N] [--runs R]
-//                                    check, then time both on each shape with N rows (default
+//                                    check, then time both on each shape in each type with N
+//                                    rows (default
 //                                    5120: a batch of 1024 images x 5 copies), the median of R
 //                                    runs (default 20), GB/s of x and y once each
 #include <cuda_fp16.h>
@@ -65,6 +68,7 @@ gpu_conv_shape shape_of(const lab_shape& l, int rows) {
 struct problem {
   lab_shape l;
   gpu_conv_shape s;
+  bool half;       // fp16, else fp32
   tensor x, w, z;  // x NHWC; w the model's c x 1 x r x s
   std::vector<float> bias;
   void* w_rsc = nullptr;
@@ -72,53 +76,60 @@ struct problem {
   void* y = nullptr;
   size_t y_count;
 
-  problem(const lab_shape& shape, int rows) : l(shape), s(shape_of(shape, rows)) {
-    x.fill((size_t)s.n * s.h * s.w * s.c, -1.0f, 1.0f);
+  problem(const lab_shape& shape, int rows, bool in_half)
+      : l(shape), s(shape_of(shape, rows)), half(in_half) {
+    x.fill((size_t)s.n * s.h * s.w * s.c, -1.0f, 1.0f, half);
     const float range = 1.5f / sqrtf((float)(s.r * s.s));
-    w.fill((size_t)s.c * s.r * s.s, -range, range);
+    w.fill((size_t)s.c * s.r * s.s, -range, range, half);
     y_count = (size_t)s.n * s.p * s.q * s.c;
-    z.fill(l.residual ? y_count : 1, -1.0f, 1.0f);
+    z.fill(l.residual ? y_count : 1, -1.0f, 1.0f, half);
     bias.resize(s.c);
     for (float& b : bias) b = uniform(-0.3f, 0.3f);
     std::vector<float> rsc(w.value.size());
     gpu_depthwise_weights(w.value.data(), s.c, s.r, s.s, rsc.data());
-    w_rsc = lab_upload_half(rsc);
+    w_rsc = lab_upload_values(rsc, half);
     bias_dev = static_cast<float*>(lab_upload(bias.data(), s.c * sizeof(float)));
-    CHECK_CUDA(cudaMalloc(&y, y_count * sizeof(__half)));
+    CHECK_CUDA(cudaMalloc(&y, y_count * (half ? sizeof(__half) : sizeof(float))));
   }
   ~problem() { cudaFree(w_rsc), cudaFree(bias_dev), cudaFree(y); }
 
   void run_ours(cudaStream_t stream) {
     ttp_err e = {};
     CHECK(gpu_depthwise_nhwc(x.dev, w_rsc, l.bias ? bias_dev : nullptr,
-                             l.residual ? z.dev : nullptr, y, &s, l.relu, stream, &e) == TTP_OK,
+                             l.residual ? z.dev : nullptr, y, &s, l.relu, half, stream,
+                             &e) == TTP_OK,
           "%s: %s", l.name, e.message);
   }
 
-  // The CPU reference of output (image, p, q, channel k), in double.
-  double reference(int image, int p, int q, int k) const {
-    double sum = l.bias ? bias[k] : 0.0;
+  // The CPU reference of output (image, p, q, channel k), in double, and the kernel's bound.
+  lab_want reference(int image, int p, int q, int k) const {
+    double sum = l.bias ? bias[k] : 0.0, magnitude = fabs(sum);
     for (int r = 0; r < s.r; r++)
       for (int t = 0; t < s.s; t++) {
         const int row = p * s.stride_h - s.pad_t + r * s.dil_h;
         const int col = q * s.stride_w - s.pad_l + t * s.dil_w;
         if (row < 0 || row >= s.h || col < 0 || col >= s.w) continue;
-        sum += (double)x.value[(((size_t)image * s.h + row) * s.w + col) * s.c + k] *
-               w.value[((size_t)k * s.r + r) * s.s + t];
+        const double product = (double)x.value[(((size_t)image * s.h + row) * s.w + col) * s.c +
+                                               k] * w.value[((size_t)k * s.r + r) * s.s + t];
+        sum += product, magnitude += fabs(product);
       }
-    if (l.residual) sum += z.value[(((size_t)image * s.p + p) * s.q + q) * s.c + k];
-    return l.relu && sum < 0 ? 0.0 : sum;
+    if (l.residual) {
+      const double residual = z.value[(((size_t)image * s.p + p) * s.q + q) * s.c + k];
+      sum += residual, magnitude += fabs(residual);
+    }
+    const double want = l.relu && sum < 0 ? 0.0 : sum;
+    return {want, half ? 0x1p-10 * fabs(want) + 1e-3 : 0x1p-19 * magnitude + 1e-6};
   }
 
   // Poisons y, runs the kernel, and checks every output against the reference.
   void validate() {
-    lab_validate(l.name, s, y, [&] { run_ours(0); },
+    lab_validate(l.name, s, y, half, [&] { run_ours(0); },
                  [&](int image, int p, int q, int k) { return reference(image, p, q, k); });
   }
 };
 
-// cuDNN's grouped convolution in NCHW fp16 over tensors of the same sizes (the values are not
-// compared: only the time is).
+// cuDNN's grouped convolution in NCHW of the problem's type over tensors of the same sizes (the
+// values are not compared: only the time is).
 struct cudnn_depthwise {
   cudnnHandle_t dnn;
   cudnnTensorDescriptor_t xd, yd;
@@ -131,16 +142,14 @@ struct cudnn_depthwise {
 
   explicit cudnn_depthwise(problem& p) : pr(p) {
     const gpu_conv_shape& s = p.s;
+    const cudnnDataType_t type = p.half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     CHECK_DNN(cudnnCreate(&dnn));
     CHECK_DNN(cudnnCreateTensorDescriptor(&xd));
     CHECK_DNN(cudnnCreateTensorDescriptor(&yd));
-    CHECK_DNN(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_HALF, s.n, s.c, s.h,
-                                         s.w));
-    CHECK_DNN(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_HALF, s.n, s.c, s.p,
-                                         s.q));
+    CHECK_DNN(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, type, s.n, s.c, s.h, s.w));
+    CHECK_DNN(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, type, s.n, s.c, s.p, s.q));
     CHECK_DNN(cudnnCreateFilterDescriptor(&wd));
-    CHECK_DNN(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_HALF, CUDNN_TENSOR_NCHW, s.c, 1, s.r,
-                                         s.s));
+    CHECK_DNN(cudnnSetFilter4dDescriptor(wd, type, CUDNN_TENSOR_NCHW, s.c, 1, s.r, s.s));
     CHECK_DNN(cudnnCreateConvolutionDescriptor(&cd));
     CHECK_DNN(cudnnSetConvolution2dDescriptor(cd, s.pad_t, s.pad_l, s.stride_h, s.stride_w,
                                               s.dil_h, s.dil_w, CUDNN_CROSS_CORRELATION,
@@ -158,7 +167,7 @@ struct cudnn_depthwise {
         algo = perf[i].algo;
     CHECK_DNN(cudnnGetConvolutionForwardWorkspaceSize(dnn, xd, wd, cd, yd, algo, &workspace_size));
     if (workspace_size) CHECK_CUDA(cudaMalloc(&workspace, workspace_size));
-    CHECK_CUDA(cudaMalloc(&y, p.y_count * sizeof(__half)));
+    CHECK_CUDA(cudaMalloc(&y, p.y_count * (p.half ? sizeof(__half) : sizeof(float))));
   }
   ~cudnn_depthwise() {
     cudaFree(workspace), cudaFree(y);
@@ -181,31 +190,37 @@ int main(int argc, char** argv) {
   lab_seed(2718u);
   if (!lab_have_gpu()) return 77;
   printf("check against the CPU (5 rows; the odd shapes 3):\n");
-  for (const lab_shape& l : kShapes) problem(l, 5).validate();
-  for (const lab_shape& l : kOdd) problem(l, 3).validate();
+  for (bool half : {true, false}) {
+    for (const lab_shape& l : kShapes) problem(l, 5, half).validate();
+    for (const lab_shape& l : kOdd) problem(l, 3, half).validate();
+  }
   if (o.validate_only) return 0;
 
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  printf("\n%s, %d rows, median of %d runs; GB/s: x and y once each\n", prop.name, rows, runs);
-  printf("%-7s %10s %8s %14s %8s %8s\n", "shape", "ours us", "GB/s", "cuDNN NCHW us", "GB/s",
-         "ratio");
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreate(&stream));
-  double ours_total = 0, cudnn_total = 0;
-  for (const lab_shape& l : kShapes) {
-    problem pr(l, rows);
-    pr.validate();
-    cudnn_depthwise dnn(pr);
-    const float ours = median_ms([&](cudaStream_t s) { pr.run_ours(s); }, runs, stream);
-    const float theirs = median_ms([&](cudaStream_t s) { dnn.run(s); }, runs, stream);
-    const double bytes = 2.0 * (pr.x.value.size() + pr.y_count);
-    printf("%-7s %10.1f %8.0f %14.1f %8.0f %8.2f\n", l.name, ours * 1e3, bytes / ours / 1e6,
-           theirs * 1e3, bytes / theirs / 1e6, theirs / ours);
-    ours_total += ours, cudnn_total += theirs;
+  for (bool half : {true, false}) {
+    const char* type = half ? "fp16" : "fp32";
+    printf("\n%s, %s, %d rows, median of %d runs; GB/s: x and y once each\n", prop.name, type,
+           rows, runs);
+    printf("%-7s %10s %8s %14s %8s %8s\n", "shape", "ours us", "GB/s", "cuDNN NCHW us", "GB/s",
+           "ratio");
+    double ours_total = 0, cudnn_total = 0;
+    for (const lab_shape& l : kShapes) {
+      problem pr(l, rows, half);
+      pr.validate();
+      cudnn_depthwise dnn(pr);
+      const float ours = median_ms([&](cudaStream_t s) { pr.run_ours(s); }, runs, stream);
+      const float theirs = median_ms([&](cudaStream_t s) { dnn.run(s); }, runs, stream);
+      const double bytes = (half ? 2.0 : 4.0) * (pr.x.value.size() + pr.y_count);
+      printf("%-7s %10.1f %8.0f %14.1f %8.0f %8.2f\n", l.name, ours * 1e3, bytes / ours / 1e6,
+             theirs * 1e3, bytes / theirs / 1e6, theirs / ours);
+      ours_total += ours, cudnn_total += theirs;
+    }
+    printf("%s: the five depthwise layers, %d rows: ours %.3f ms, cuDNN NCHW %.3f ms (%.2fx)\n",
+           type, rows, ours_total, cudnn_total, cudnn_total / ours_total);
   }
-  printf("the five depthwise layers, %d rows: ours %.3f ms, cuDNN NCHW %.3f ms (%.2fx)\n", rows,
-         ours_total, cudnn_total, cudnn_total / ours_total);
   cudaStreamDestroy(stream);
   return 0;
 }
