@@ -140,6 +140,10 @@ int plan_conv(const gpu_conv_shape& s, int elem, conv_plan* pl) {
                (p.band * s.q > kMaxItemPixels || weights + 2 * window_of(p.band) > budget))
           p.band--;
         if (weights + 2 * window_of(p.band) > budget) continue;
+        // as many bands, of rows as even as they come (32 rows in 22 and 10 would leave the
+        // short band's warps half idle; 16 and 16 do not)
+        const int bands = (s.p + p.band - 1) / p.band;
+        p.band = (s.p + bands - 1) / bands;
         p.window_rows = (p.band - 1) * s.stride_h + (s.r - 1) * s.dil_h + 1;
         p.window_bytes = window_of(p.band);
       }
