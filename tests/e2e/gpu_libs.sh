@@ -66,9 +66,11 @@ fi
 loader=$(readelf -l "$ttapipe" 2>/dev/null | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
 library=$(ldd "$ttapipe" | awk '/libttapipe/ {print $3}')
 soname=$(readelf -d "$library" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+# holds_dnn DIR: DIR holds cuDNN or cuBLASLt (either).
+holds_dnn() { compgen -G "$1/libcudnn.so*" >/dev/null || compgen -G "$1/libcublasLt.so*" >/dev/null; }
 system_has=0
 for dir in /lib /usr/lib /lib64 /usr/lib64 /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu; do
-  ls "$dir"/libcudnn.so* "$dir"/libcublasLt.so* >/dev/null 2>&1 && system_has=1
+  holds_dnn "$dir" && system_has=1
 done
 if [ -z "$loader" ] || [ -z "$library" ] || [ -z "$soname" ]; then
   echo "hidden part skipped: no loader, library or soname found ($loader, $library, $soname)"
@@ -79,7 +81,7 @@ else
   path=$work/lib
   IFS=: read -ra dirs <<<"${LD_LIBRARY_PATH:-}"
   for dir in "${dirs[@]}"; do
-    [ -n "$dir" ] && ! ls "$dir"/libcudnn.so* "$dir"/libcublasLt.so* >/dev/null 2>&1 && path=$path:$dir
+    [ -n "$dir" ] && ! holds_dnn "$dir" && path=$path:$dir
   done
   hidden() { "$loader" --inhibit-cache --inhibit-rpath "$soname" --library-path "$path" "$ttapipe" "$@"; }
   for engine in $engines; do
