@@ -12,7 +12,7 @@
 // from the window (each lane names its own pixel's row, so that tiles may cross
 // output rows and strides cost nothing), B fragments from shared memory already in the mma's
 // register order (gpu_conv_weights lays them out so), and the sums start from the bias. The
-// epilogue works in the accumulators' registers: + z, ReLU, rounded once to the element type,
+// epilogue works in the accumulators' registers: + z, the clamp, rounded once to the element type,
 // two channels a store. ldmatrix moves 16-bit pairs, so on fp32 values it hands each lane whole
 // words: row lane / 4, word lane % 4 of each 8 x 16-byte matrix, which is the TF32 mma's A
 // fragment as it is for fp16's. A k-step is 32 bytes of channels in both, and so are the
@@ -223,7 +223,7 @@ __device__ __forceinline__ void load_window(const T* __restrict__ x, const gpu_c
 template <typename T, int KT>
 __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
     const T* __restrict__ x, const unsigned char* __restrict__ w, const float* __restrict__ bias,
-    const T* __restrict__ z, T* __restrict__ y, gpu_conv_shape s, conv_plan pl, int relu) {
+    const T* __restrict__ z, T* __restrict__ y, gpu_conv_shape s, conv_plan pl, gpu_clamp clamp) {
   using E = element<T>;
   constexpr int kPairs = KT / 16;  // pairs of 8-channel n-tiles
   constexpr int kTiles = tiles_of(KT);
@@ -366,8 +366,7 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
               const float2 r = E::wide(residual[f][h][j]);
               v0 += r.x, v1 += r.y;
             }
-            if (relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
-            E::store(y + out_at[f][h] + j * 8, v0, v1);
+            E::store(y + out_at[f][h] + j * 8, gpu_clamped(v0, clamp), gpu_clamped(v1, clamp));
           }
         }
     }
@@ -377,7 +376,7 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
 
 template <typename T, int KT>
 cudaError_t launch(const void* x, const void* w, const float* bias, const void* z, void* y,
-                   const gpu_conv_shape& s, const conv_plan& pl, int relu, cudaStream_t stream) {
+                   const gpu_conv_shape& s, const conv_plan& pl, gpu_clamp clamp, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (pl.shared > (48 << 10))
     err = cudaFuncSetAttribute(conv_nhwc_kernel<T, KT>,
@@ -397,18 +396,18 @@ cudaError_t launch(const void* x, const void* w, const float* bias, const void* 
   conv_nhwc_kernel<T, KT>
       <<<dim3((unsigned)blocks, (unsigned)ktiles), kThreads, pl.shared, stream>>>(
           static_cast<const T*>(x), static_cast<const unsigned char*>(w), bias,
-          static_cast<const T*>(z), static_cast<T*>(y), s, pl, relu);
+          static_cast<const T*>(z), static_cast<T*>(y), s, pl, clamp);
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t launch(const void* x, const void* w, const float* bias, const void* z, void* y,
-                   const gpu_conv_shape& s, const conv_plan& pl, int relu, cudaStream_t stream) {
+                   const gpu_conv_shape& s, const conv_plan& pl, gpu_clamp clamp, cudaStream_t stream) {
   switch (pl.kt) {
-    case 64: return launch<T, 64>(x, w, bias, z, y, s, pl, relu, stream);
-    case 48: return launch<T, 48>(x, w, bias, z, y, s, pl, relu, stream);
-    case 32: return launch<T, 32>(x, w, bias, z, y, s, pl, relu, stream);
-    default: return launch<T, 16>(x, w, bias, z, y, s, pl, relu, stream);
+    case 64: return launch<T, 64>(x, w, bias, z, y, s, pl, clamp, stream);
+    case 48: return launch<T, 48>(x, w, bias, z, y, s, pl, clamp, stream);
+    case 32: return launch<T, 32>(x, w, bias, z, y, s, pl, clamp, stream);
+    default: return launch<T, 16>(x, w, bias, z, y, s, pl, clamp, stream);
   }
 }
 
@@ -426,15 +425,15 @@ extern "C" int gpu_conv_nhwc_takes(const gpu_conv_shape* s, int half) {
 }
 
 extern "C" ttp_status gpu_conv_nhwc(const void* x, const void* weights, const float* bias,
-                                    const void* z, void* y, const gpu_conv_shape* s, int relu,
-                                    int half, cudaStream_t stream, ttp_err* e) {
+                                    const void* z, void* y, const gpu_conv_shape* s,
+                                    gpu_clamp clamp, int half, cudaStream_t stream, ttp_err* e) {
   conv_plan pl;
   if (!takes(*s, half, &pl))
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_conv_nhwc: %d to %d channels, a %dx%d window "
                "(multiples of 16 channels, the weights and two windows within shared memory)",
                s->c, s->k, s->r, s->s);
-  const cudaError_t err = half ? launch<__half>(x, weights, bias, z, y, *s, pl, relu, stream)
-                               : launch<float>(x, weights, bias, z, y, *s, pl, relu, stream);
+  const cudaError_t err = half ? launch<__half>(x, weights, bias, z, y, *s, pl, clamp, stream)
+                               : launch<float>(x, weights, bias, z, y, *s, pl, clamp, stream);
   if (err != cudaSuccess)
     return ERR(e, TTP_ERR_CUDA, "conv_nhwc_kernel launch: %s", cudaGetErrorString(err));
   return TTP_OK;

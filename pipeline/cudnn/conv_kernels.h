@@ -23,18 +23,30 @@ typedef struct gpu_conv_shape {
   int n, h, w, c, p, q, k, r, s, stride_h, stride_w, pad_t, pad_l, dil_h, dil_w;
 } gpu_conv_shape;
 
+/* The activation a convolution's epilogue applies last: v < lo ? lo : v > hi ? hi : v (NaN stays
+   NaN, as the CPU engine's ReLU and Clip leave it). None: -inf, +inf; ReLU: 0, +inf; ReLU6, a
+   ReLU and a Clip to 6 or a Clip alone: 0, 6. */
+typedef struct gpu_clamp {
+  float lo, hi;
+} gpu_clamp;
+#ifdef __CUDACC__
+static __device__ __forceinline__ float gpu_clamped(float v, gpu_clamp c) {
+  return v < c.lo ? c.lo : v > c.hi ? c.hi : v;
+}
+#endif
+
 /* Whether gpu_conv_nhwc takes the shape in fp16 (half) or fp32: c and k multiples of 16, and a
    slice of the weights (16 to 64 output channels) with two input windows of at least one output
    row each within a block's shared memory. */
 int gpu_conv_nhwc_takes(const gpu_conv_shape* s, int half);
 
-/* y = [relu](conv(x, weights) + bias + z), fp32 sums rounded once at the end. half: fp16 values;
+/* y = clamped(conv(x, weights) + bias + z), fp32 sums rounded once at the end. half: fp16 values;
    else fp32 values whose products the tensor cores take in TF32 (the weights as
    gpu_conv_weights rounded them, the inputs' mantissas cut to 10 bits). x: n x h x w x c;
    weights: gpu_conv_weights' layout; bias: k floats, or NULL; z: like y, or NULL; y: n x p x q x
    k, not overlapping x or z. */
 ttp_status gpu_conv_nhwc(const void* x, const void* weights, const float* bias, const void* z,
-                         void* y, const gpu_conv_shape* s, int relu, int half,
+                         void* y, const gpu_conv_shape* s, gpu_clamp clamp, int half,
                          cudaStream_t stream, ttp_err* e);
 
 /* The model's weights k x c x r x s (floats) into the order gpu_conv_nhwc reads them for an input

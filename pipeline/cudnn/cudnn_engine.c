@@ -21,6 +21,7 @@
 
    Memory: n_max x the plan's arena (ttp_model_info.activation_bytes per copy in fp32, half that
    in fp16). */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,33 +195,50 @@ static void join(cudnn_net* g, int i, int j) {
   snprintf(g->layers[j].algo, sizeof g->layers[j].algo, "in %s's epilogue", g->m->layers[i].name);
 }
 
-/* A convolution i whose output alone feeds a residual Add (with another value of its shape)
-   and/or a ReLU applies them in its epilogue, at the last one's place. */
+/* A convolution i whose output alone feeds a residual Add (with another value of its shape), a
+   ReLU and/or a Clip applies them in its epilogue, at the last one's place: the ReLU and the Clip
+   as one clamp (a ReLU then a Clip to hi: 0 to hi, PyTorch's ReLU6 as it exports it). */
 static void conv_unit(cudnn_net* g, const int* readers, int i) {
   const model* m = g->m;
-  int add = -1, j = sole_reader(m, readers, i + 1);
+  gpu_layer* L = &g->layers[i];
+  int joined[3], count = 0, j = sole_reader(m, readers, i + 1);
   /* An Add of two convolutions' outputs joins the first's unit (the other is its z). */
   if (j >= 0 && !g->layers[j].skip && m->layers[j].op == MODEL_ADD &&
       m->layers[j].input_count == 2) {
     const int z = m->layers[j].inputs[m->layers[j].inputs[0] == i + 1];
     const model_shape zs = model_value_shape(m, z), out = m->layers[i].out;
     if (z != i + 1 && zs.c == out.c && zs.h == out.h && zs.w == out.w) {
-      g->layers[i].residual = 1, g->layers[i].z_value = z;
-      add = j;
-      join(g, i, add);
-      j = sole_reader(m, readers, add + 1);
+      L->residual = 1, L->z_value = z;
+      joined[count++] = j;
+      j = sole_reader(m, readers, j + 1);
     }
   }
+  gpu_clamp clamp = {-INFINITY, INFINITY};
   if (j >= 0 && !g->layers[j].skip && m->layers[j].op == MODEL_RELU) {
-    g->layers[i].fused_relu = 1;
-    join(g, i, j);
-    if (add >= 0) g->layers[add].run_at = j;
+    clamp.lo = 0.0f;
+    joined[count++] = j;
+    j = sole_reader(m, readers, j + 1);
   }
+  if (j >= 0 && !g->layers[j].skip && m->layers[j].op == MODEL_CLIP) {
+    /* a Clip after the ReLU: the ReLU's 0 or the Clip's lo, whichever is higher, to hi (where
+       they leave a range: a Clip alone is the clamp's own formula at any bounds) */
+    const float lo = m->layers[j].p.clip.lo > clamp.lo ? m->layers[j].p.clip.lo : clamp.lo;
+    if (clamp.lo == -INFINITY || lo <= m->layers[j].p.clip.hi) {
+      clamp = (gpu_clamp){clamp.lo == -INFINITY ? m->layers[j].p.clip.lo : lo,
+                          m->layers[j].p.clip.hi};
+      joined[count++] = j;
+    }
+  }
+  if (!count) return;
+  L->fused_act = clamp.lo != -INFINITY || clamp.hi != INFINITY;
+  L->clamp = clamp;
+  for (int k = 0; k < count; k++) join(g, i, joined[k]);
+  for (int k = 0; k < count; k++) g->layers[joined[k]].run_at = joined[count - 1];
 }
 
 /* Which layers run together: an fc whose output the next ReLU alone reads applies it in its
-   GEMM's epilogue, a convolution its residual Add and ReLU (conv_unit), each at the last one's
-   place. Then the order they run in. */
+   GEMM's epilogue, a convolution its residual Add, ReLU and Clip (conv_unit), each at the last
+   one's place. Then the order they run in. */
 static ttp_status plan_units(cudnn_net* g, ttp_err* e) {
   const model* m = g->m;
   int* readers = calloc((size_t)m->layer_count + 1, sizeof *readers);
@@ -239,7 +257,7 @@ static ttp_status plan_units(cudnn_net* g, ttp_err* e) {
     if (m->layers[i].op == MODEL_CONV) conv_unit(g, readers, i);
     const int j = sole_reader(m, readers, i + 1);
     if (m->layers[i].op == MODEL_FC && j >= 0 && m->layers[j].op == MODEL_RELU) {
-      g->layers[i].fused_relu = 1;
+      g->layers[i].fused_act = 1;
       join(g, i, j);
     }
   }

@@ -11,17 +11,20 @@
 #include "../../graph/runner.h"
 #include "../../model/plan.h"
 #include "../engine.h"
+#include "conv_kernels.h"
 
 /* One model layer on the GPU. Tensor descriptors and matrix layouts exist per bucket, because
    the number of rows n differs; the algorithm is one for all buckets. */
 typedef struct gpu_layer {
   const model_layer* l;
   int skip;        /* a ReLU or Add that runs in the epilogue of the fc or conv layer it reads */
-  int fused_relu;  /* an fc or conv layer that also applies the ReLU that alone reads it */
+  int fused_act;   /* an fc or conv layer that also applies the activation that alone reads it:
+                      a ReLU (fc, conv), a Clip or a ReLU and a Clip (conv) */
+  gpu_clamp clamp; /* conv with fused_act: that activation (conv_kernels.h) */
   int run_at;      /* where it runs (model_plan_units): itself, or its unit's last layer */
   int explicit_pad;     /* conv: its uneven padding written out into the scratch buffer first */
-  int own;              /* conv: ttapipe's NHWC fp16 kernel (conv_kernels.h), not cuDNN's */
-  int depthwise;        /* conv: ttapipe's NHWC fp16 depthwise kernel (depthwise_kernel.h) */
+  int own;              /* conv: ttapipe's NHWC kernel (conv_kernels.h), not cuDNN's */
+  int depthwise;        /* conv: ttapipe's NHWC depthwise kernel (depthwise_kernel.h) */
   int residual;         /* conv: adds value z_value (a residual Add fused into it) */
   int z_value;
   model_shape x_shape;  /* conv: the input cuDNN sees (padded when explicit_pad) */

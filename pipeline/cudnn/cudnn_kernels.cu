@@ -44,13 +44,14 @@ __device__ __forceinline__ int channel_of(const gpu_dims& d, size_t i) {
 
 template <typename T>
 __global__ void epilogue_kernel(T* __restrict__ x, const T* __restrict__ bias,
-                                const T* __restrict__ z, int relu, size_t total, gpu_dims d) {
+                                const T* __restrict__ z, gpu_clamp clamp, size_t total,
+                                gpu_dims d) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
     float v = widen(x[i]);
     if (bias) v += widen(bias[channel_of(d, i)]);
     if (z) v += widen(z[i]);
-    store(&x[i], relu && v < 0.0f ? 0.0f : v);
+    store(&x[i], gpu_clamped(v, clamp));
   }
 }
 
@@ -228,18 +229,18 @@ ttp_status launched(const char* what, ttp_err* e) {
 
 }  // namespace
 
-extern "C" ttp_status gpu_epilogue(void* x, const void* bias, const void* z, int relu,
+extern "C" ttp_status gpu_epilogue(void* x, const void* bias, const void* z, gpu_clamp clamp,
                                    size_t rows, gpu_dims d, int half, cudaStream_t stream,
                                    ttp_err* e) {
   const size_t total = rows * d.c * d.h * d.w;
   if (half)
     epilogue_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
         static_cast<__half*>(x), static_cast<const __half*>(bias), static_cast<const __half*>(z),
-        relu, total, d);
+        clamp, total, d);
   else
     epilogue_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
         static_cast<float*>(x), static_cast<const float*>(bias), static_cast<const float*>(z),
-        relu, total, d);
+        clamp, total, d);
   return launched("epilogue_kernel", e);
 }
 

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "../error.h"
+#include "conv_kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,10 +23,10 @@ typedef struct gpu_dims {
   int c, h, w, nhwc;
 } gpu_dims;
 
-/* x (rows x d), in place: x = x + bias[channel] (+ z, of x's shape) (ReLU'd when relu). bias:
+/* x (rows x d), in place: x = clamped(x + bias[channel] (+ z, of x's shape)). bias:
    NULL or d.c values, z: NULL or like x, both of x's type; the sum in fp32, rounded once. What
    follows a convolution that does not apply them itself. */
-ttp_status gpu_epilogue(void* x, const void* bias, const void* z, int relu, size_t rows,
+ttp_status gpu_epilogue(void* x, const void* bias, const void* z, gpu_clamp clamp, size_t rows,
                         gpu_dims d, int half, cudaStream_t stream, ttp_err* e);
 
 /* The pointwise activations, computed in fp32 (fp16 values widened, the result rounded to

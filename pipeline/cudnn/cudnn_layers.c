@@ -34,6 +34,7 @@
    fp16 cuDNN's tensor-core convolutions of some shapes (a residual network's 16-channel ones)
    still round differently at another batch size: test_cudnn_graph holds fp16 graphs to the
    tolerance there, and graph against eager to the bits. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +257,23 @@ static gpu_conv_shape own_shape(const gpu_context* ctx, const gpu_layer* L, int 
                           w->s, w->stride_h, w->stride_w, w->pad_t, w->pad_l, w->dil_h, w->dil_w};
 }
 
+/* The activation convolution L applies in its epilogue (none: the whole range). */
+static gpu_clamp clamp_of(const gpu_layer* L) {
+  return L->fused_act ? L->clamp : (gpu_clamp){-INFINITY, INFINITY};
+}
+
+/* Whether that activation is a plain ReLU, which cuDNN's fused call can apply. */
+static int clamp_is_relu(const gpu_layer* L) {
+  return L->fused_act && L->clamp.lo == 0.0f && L->clamp.hi == INFINITY;
+}
+
+/* ", + ReLU" or ", + clamp to [lo, hi]" after a layer's details (at: its end), or nothing. */
+static void describe_clamp(const gpu_layer* L, char* at, size_t room) {
+  if (!L->fused_act) return;
+  if (clamp_is_relu(L)) snprintf(at, room, ", + ReLU");
+  else snprintf(at, room, ", + clamp to [%g, %g]", L->clamp.lo, L->clamp.hi);
+}
+
 /* ttapipe's NHWC convolution (conv_kernels.h) where the engine ran faster with it than with
    cuDNN's (ResNet-20, fp16, one A/B call: BENCHMARKS.md): 1x1 windows, and windows of stride 1
    over maps 32 or more columns wide. On the narrower maps and the strided 3x3 windows the
@@ -281,8 +299,9 @@ static ttp_status own_conv_upload(gpu_context* ctx, gpu_layer* L, float* weights
   free(weights);
   TRY(s);
   if (l->bias) TRY(upload_fp32(ctx, l->bias, l->bias_count, &L->bias, e));
-  snprintf(L->algo, sizeof L->algo, "%s%s%s", what, L->residual ? " + residual" : "",
-           L->fused_relu ? " + ReLU" : "");
+  const int n = snprintf(L->algo, sizeof L->algo, "%s%s", what,
+                         L->residual ? ", + residual" : "");
+  if (n > 0 && (size_t)n < sizeof L->algo) describe_clamp(L, L->algo + n, sizeof L->algo - n);
   return TTP_OK;
 }
 
@@ -394,8 +413,8 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   L->conv_algo = pick.algo;
   if (workspace > ctx->conv_workspace_size) ctx->conv_workspace_size = workspace;
   /* The bias, the residual and the ReLU in cuDNN's fused call (one pass over the output instead
-     of two) where it takes them: it needs a bias, and runs the identity activation with the
-     precomputed implicit GEMM alone. Not for grouped convolutions, which it ran slower than the
+     of two) where it takes them: it needs a bias, applies no clamp but the ReLU, and runs the
+     identity activation with the precomputed implicit GEMM alone. Not for grouped convolutions, which it ran slower than the
      convolution and ttapipe's epilogue (BENCHMARKS.md). In fp16 it rounds differently at
      another batch size (seen on a LeNet-shaped chain): a chain, whose rows keep their bits in
      every batch, keeps the epilogue kernel there; graph networks in fp16 are held to the
@@ -403,15 +422,15 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   int at;
   const int chain = !ctx->m || model_is_chain(ctx->m, &at);
   L->fused_epilogue =
-      l->bias && groups == 1 && !(ctx->half && chain) &&
-      (L->fused_relu || pick.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+      l->bias && groups == 1 && !(ctx->half && chain) && (!L->fused_act || clamp_is_relu(L)) &&
+      (L->fused_act || pick.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
   if (L->fused_epilogue) {
     CUDNN_TRY(e, gpu_libs.cudnnCreateTensorDescriptor(&L->bias_desc));
     CUDNN_TRY(e, gpu_libs.cudnnSetTensor4dDescriptor(L->bias_desc, ctx->format, ctx->dnn_type, 1,
                                                      l->p.conv.k, 1, 1));
     CUDNN_TRY(e, gpu_libs.cudnnCreateActivationDescriptor(&L->act));
     CUDNN_TRY(e, gpu_libs.cudnnSetActivationDescriptor(
-                     L->act, L->fused_relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                     L->act, L->fused_act ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
                      CUDNN_PROPAGATE_NAN, 0.0));
   }
   int tensor_cores = pick.math == CUDNN_TENSOR_OP_MATH ||
@@ -419,12 +438,16 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   char timed[48] = "cuDNN's heuristic, not timed";
   if (pick.ms >= 0)
     snprintf(timed, sizeof timed, "%.3f ms at %d rows", pick.ms, ctx->canonical_rows);
-  snprintf(L->algo, sizeof L->algo, "%s%s, %s%s%s%s%s",
-           (unsigned)pick.algo < sizeof conv_algo_names / sizeof *conv_algo_names
-               ? conv_algo_names[pick.algo] : "algorithm ?",
-           tensor_cores ? " (tensor cores)" : "", timed, note,
-           L->residual ? ", + residual" : "", L->fused_relu ? ", + ReLU" : "",
-           L->fused_epilogue ? " (cuDNN's fused call)" : "");
+  const int n = snprintf(L->algo, sizeof L->algo, "%s%s, %s%s%s",
+                         (unsigned)pick.algo < sizeof conv_algo_names / sizeof *conv_algo_names
+                             ? conv_algo_names[pick.algo] : "algorithm ?",
+                         tensor_cores ? " (tensor cores)" : "", timed, note,
+                         L->residual ? ", + residual" : "");
+  if (n > 0 && (size_t)n < sizeof L->algo) {
+    describe_clamp(L, L->algo + n, sizeof L->algo - n);
+    const size_t used = strlen(L->algo);
+    if (L->fused_epilogue) snprintf(L->algo + used, sizeof L->algo - used, " (cuDNN's fused call)");
+  }
   return TTP_OK;
 }
 
@@ -437,7 +460,7 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
   if (L->own || L->depthwise) {
     const gpu_conv_shape s = own_shape(ctx, L, ctx->rows[b]);
     return (L->own ? gpu_conv_nhwc : gpu_depthwise_nhwc)(x, L->weights, L->bias, z, out, &s,
-                                                         L->fused_relu, ctx->half, ctx->stream,
+                                                         clamp_of(L), ctx->half, ctx->stream,
                                                          e);
   }
   if (L->explicit_pad) {
@@ -458,8 +481,8 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
   CUDNN_TRY(e, gpu_libs.cudnnConvolutionForward(ctx->dnn, &one, L->x[b], x, L->filter, L->weights,
                                                 L->conv, L->conv_algo, ctx->conv_workspace,
                                                 ctx->conv_workspace_size, &zero, L->y[b], out));
-  if (!L->bias && !z && !L->fused_relu) return TTP_OK;
-  return gpu_epilogue(out, L->bias, z, L->fused_relu, (size_t)ctx->rows[b], dims(ctx, l->out),
+  if (!L->bias && !z && !L->fused_act) return TTP_OK;
+  return gpu_epilogue(out, L->bias, z, clamp_of(L), (size_t)ctx->rows[b], dims(ctx, l->out),
                       ctx->half, ctx->stream, e);
 }
 
@@ -695,7 +718,7 @@ static ttp_status pick_gemm_algo(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
     gpu_libs.cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
                                                   sizeof tile, &written);
     snprintf(L->algo, sizeof L->algo, "cuBLASLt algo %d tile %d, no split-K%s", id, tile,
-             L->fused_relu ? ", bias+ReLU epilogue" : ", bias epilogue");
+             L->fused_act ? ", bias+ReLU epilogue" : ", bias epilogue");
     return TTP_OK;
   }
   return ERR(e, TTP_ERR_CUBLAS, "layer %s: no GEMM algorithm serves every batch bucket",
@@ -720,10 +743,10 @@ static ttp_status fc_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose, e));
   if (L->bias) {
     cublasLtEpilogue_t epilogue =
-        L->fused_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+        L->fused_act ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
     TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue, e));
     TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &L->bias, sizeof L->bias, e));
-  } else if (L->fused_relu) {
+  } else if (L->fused_act) {
     cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_RELU;
     TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue, e));
   }

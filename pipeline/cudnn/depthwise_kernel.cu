@@ -28,7 +28,7 @@ __device__ __forceinline__ float narrow<float>(float v) { return v; }
 template <typename T, int R, int S>
 __global__ void __launch_bounds__(kThreads) depthwise_nhwc_kernel(
     const T* __restrict__ x, const T* __restrict__ w, const float* __restrict__ bias,
-    const T* __restrict__ z, T* __restrict__ y, gpu_conv_shape s, int relu) {
+    const T* __restrict__ z, T* __restrict__ y, gpu_conv_shape s, gpu_clamp clamp) {
   constexpr int kVector = 16 / sizeof(T);  // channels a thread
   const int vectors = s.c / kVector;
   const int i = blockIdx.y * kThreads + threadIdx.x;  // (p, q, vector) inside the image
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kThreads) depthwise_nhwc_kernel(
       for (int u = 0; u < kVector; u++) sum[u] = fmaf(wide(xs[u]), wide(ws[u]), sum[u]);
     }
   }
-  // The epilogue: + the residual's values, ReLU, each rounded once, one 16-byte store.
+  // The epilogue: + the residual's values, the clamp, each rounded once, one 16-byte store.
   const long long at = (image * s.p * s.q + pixel) * s.c + v * kVector;
   if (z) {
     const uint4 zv = __ldg(reinterpret_cast<const uint4*>(z + at));
@@ -68,22 +68,22 @@ __global__ void __launch_bounds__(kThreads) depthwise_nhwc_kernel(
   uint4 result;
   T* out = reinterpret_cast<T*>(&result);
 #pragma unroll
-  for (int u = 0; u < kVector; u++) out[u] = narrow<T>(relu && sum[u] < 0.0f ? 0.0f : sum[u]);
+  for (int u = 0; u < kVector; u++) out[u] = narrow<T>(gpu_clamped(sum[u], clamp));
   *reinterpret_cast<uint4*>(y + at) = result;
 }
 
 template <typename T>
 void launch(const void* x, const void* weights, const float* bias, const void* z, void* y,
-            const gpu_conv_shape& s, int relu, cudaStream_t stream) {
+            const gpu_conv_shape& s, gpu_clamp clamp, cudaStream_t stream) {
   const int per_image = s.p * s.q * (s.c / (16 / (int)sizeof(T)));
   const dim3 grid((unsigned)s.n, (unsigned)((per_image + kThreads - 1) / kThreads));
   const T *xt = static_cast<const T*>(x), *wt = static_cast<const T*>(weights);
   const T* zt = static_cast<const T*>(z);
   T* yt = static_cast<T*>(y);
   if (s.r == 3 && s.s == 3)
-    depthwise_nhwc_kernel<T, 3, 3><<<grid, kThreads, 0, stream>>>(xt, wt, bias, zt, yt, s, relu);
+    depthwise_nhwc_kernel<T, 3, 3><<<grid, kThreads, 0, stream>>>(xt, wt, bias, zt, yt, s, clamp);
   else
-    depthwise_nhwc_kernel<T, 0, 0><<<grid, kThreads, 0, stream>>>(xt, wt, bias, zt, yt, s, relu);
+    depthwise_nhwc_kernel<T, 0, 0><<<grid, kThreads, 0, stream>>>(xt, wt, bias, zt, yt, s, clamp);
 }
 
 }  // namespace
@@ -95,12 +95,13 @@ extern "C" int gpu_depthwise_nhwc_takes(const gpu_conv_shape* s) {
 
 extern "C" ttp_status gpu_depthwise_nhwc(const void* x, const void* weights, const float* bias,
                                          const void* z, void* y, const gpu_conv_shape* s,
-                                         int relu, int half, cudaStream_t stream, ttp_err* e) {
+                                         gpu_clamp clamp, int half, cudaStream_t stream,
+                                         ttp_err* e) {
   if (!gpu_depthwise_nhwc_takes(s))
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_depthwise_nhwc: %d to %d channels (equal, a "
                "multiple of 8)", s->c, s->k);
-  if (half) launch<__half>(x, weights, bias, z, y, *s, relu, stream);
-  else launch<float>(x, weights, bias, z, y, *s, relu, stream);
+  if (half) launch<__half>(x, weights, bias, z, y, *s, clamp, stream);
+  else launch<float>(x, weights, bias, z, y, *s, clamp, stream);
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     return ERR(e, TTP_ERR_CUDA, "depthwise_nhwc_kernel launch: %s", cudaGetErrorString(err));

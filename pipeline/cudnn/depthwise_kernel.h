@@ -1,7 +1,7 @@
 /* ttapipe's NHWC depthwise convolution in fp16 or fp32 (one filter a channel: groups = channels
    in = out, as MobileNets' 3x3 layers have), which cuDNN runs only in NCHW: with it a MobileNet's
    activations stay NHWC for the tensor cores' 1x1 convolutions around it. The same epilogue as
-   conv_kernels.h's: + bias, + a residual z, ReLU, rounded once to the element type. Memory-bound: each
+   conv_kernels.h's: + bias, + a residual z, the clamp (ReLU, ReLU6), rounded once to the element type. Memory-bound: each
    output reads its window's inputs (from L1 after the first) and is written once. Launch only
    (capture-safe). tests/bench/depthwise_lab.cu checks it against a CPU reference and times it
    beside cuDNN's grouped convolution. */
@@ -17,12 +17,12 @@ extern "C" {
 /* Whether gpu_depthwise_nhwc takes the shape: c == k, a multiple of 8 (16-byte vectors). */
 int gpu_depthwise_nhwc_takes(const gpu_conv_shape* s);
 
-/* y = [relu](depthwise(x, weights) + bias + z), fp16 (half) or fp32 values, fp32 sums.
+/* y = clamped(depthwise(x, weights) + bias + z), fp16 (half) or fp32 values, fp32 sums.
    x: n x h x w x c; weights: r x s x c (gpu_depthwise_weights' layout); bias: c floats, or NULL;
    z: like y, or NULL; y: n x p x q x c, not overlapping x or z. Padding above and left as s
    gives it (below and right: what the output size leaves). */
 ttp_status gpu_depthwise_nhwc(const void* x, const void* weights, const float* bias,
-                              const void* z, void* y, const gpu_conv_shape* s, int relu,
+                              const void* z, void* y, const gpu_conv_shape* s, gpu_clamp clamp,
                               int half, cudaStream_t stream, ttp_err* e);
 
 /* The model's weights c x 1 x r x s (floats) into r x s x c, the layout gpu_depthwise_nhwc reads

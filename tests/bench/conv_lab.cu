@@ -10,7 +10,8 @@
 //   down3, proj3, stage3 likewise, 32 -> 64, 8x8
 //
 // and, for the check alone, an odd shape (3 rows of 7x9, 32 -> 48 channels, a 3x2 window of
-// strides 2 and 1, dilation 1 and 2, padding above only) without a bias.
+// strides 2 and 1, dilation 1 and 2, padding above only) without a bias, clamped to [-0.2, 0.3]
+// (the epilogue's general clamp; the others' ReLU is [0, inf)).
 //
 // Every shape is first checked in both types against a CPU reference (sums in double over the
 // same inputs). fp16 (the inputs fp16 values; the kernel's fp32 sum is rounded once to fp16):
@@ -81,8 +82,13 @@ struct problem {
   void* y = nullptr;
   size_t y_count;
 
+  gpu_clamp clamp;  // the epilogue's activation
+
   problem(const lab_shape& shape, int rows, bool in_half)
       : l(shape), s(shape_of(shape, rows)), half(in_half) {
+    clamp = l.name == kOdd.name ? gpu_clamp{-0.2f, 0.3f}
+            : l.relu            ? gpu_clamp{0.0f, INFINITY}
+                                : gpu_clamp{-INFINITY, INFINITY};
     x.fill((size_t)s.n * s.h * s.w * s.c, -1.0f, 1.0f, half);
     const float range = 1.5f / sqrtf((float)(s.c * s.r * s.s));
     w.fill((size_t)s.k * s.c * s.r * s.s, -range, range, half);
@@ -101,7 +107,7 @@ struct problem {
   void run_ours(cudaStream_t stream) {
     ttp_err e = {};
     CHECK(gpu_conv_nhwc(x.dev, w_rsck, l.bias ? bias_dev : nullptr, l.residual ? z.dev : nullptr,
-                        y, &s, l.relu, half, stream, &e) == TTP_OK, "%s: %s", l.name,
+                        y, &s, clamp, half, stream, &e) == TTP_OK, "%s: %s", l.name,
           e.message);
   }
 
@@ -121,7 +127,7 @@ struct problem {
         }
       }
     if (l.residual) sum += z.value[(((size_t)image * s.p + p) * s.q + q) * s.k + k];
-    const double want = l.relu && sum < 0 ? 0.0 : sum;
+    const double want = sum < clamp.lo ? clamp.lo : sum > clamp.hi ? clamp.hi : sum;
     return {want, half ? 0x1p-10 * fabs(want) + 1e-3 : 0x1p-9 * magnitude + 1e-5};
   }
 

@@ -9,7 +9,8 @@
 //   b5    128 channels, 8x8, stride 1
 //
 // and, for the check alone, two odd shapes: 24 channels of 7x9, a 3x3 window of strides 2 and 1,
-// dilation 2 and 1, padding above and left only, with a residual z and a ReLU; 16 channels of
+// dilation 2 and 1, padding above and left only, with a residual z and a clamp to [0, 0.5] (a
+// ReLU6's kind; the other shapes' ReLU is [0, inf)); 16 channels of
 // 5x6, a 5x3 window (the kernel's general loop), no bias.
 //
 // Every shape is first checked in both types against a CPU reference (sums in double over the
@@ -76,8 +77,13 @@ struct problem {
   void* y = nullptr;
   size_t y_count;
 
+  gpu_clamp clamp;  // the epilogue's activation
+
   problem(const lab_shape& shape, int rows, bool in_half)
       : l(shape), s(shape_of(shape, rows)), half(in_half) {
+    clamp = strcmp(l.name, "odd3x3") == 0 ? gpu_clamp{0.0f, 0.5f}
+            : l.relu                      ? gpu_clamp{0.0f, INFINITY}
+                                          : gpu_clamp{-INFINITY, INFINITY};
     x.fill((size_t)s.n * s.h * s.w * s.c, -1.0f, 1.0f, half);
     const float range = 1.5f / sqrtf((float)(s.r * s.s));
     w.fill((size_t)s.c * s.r * s.s, -range, range, half);
@@ -96,7 +102,7 @@ struct problem {
   void run_ours(cudaStream_t stream) {
     ttp_err e = {};
     CHECK(gpu_depthwise_nhwc(x.dev, w_rsc, l.bias ? bias_dev : nullptr,
-                             l.residual ? z.dev : nullptr, y, &s, l.relu, half, stream,
+                             l.residual ? z.dev : nullptr, y, &s, clamp, half, stream,
                              &e) == TTP_OK,
           "%s: %s", l.name, e.message);
   }
@@ -117,7 +123,7 @@ struct problem {
       const double residual = z.value[(((size_t)image * s.p + p) * s.q + q) * s.c + k];
       sum += residual, magnitude += fabs(residual);
     }
-    const double want = l.relu && sum < 0 ? 0.0 : sum;
+    const double want = sum < clamp.lo ? clamp.lo : sum > clamp.hi ? clamp.hi : sum;
     return {want, half ? 0x1p-10 * fabs(want) + 1e-3 : 0x1p-19 * magnitude + 1e-6};
   }
 

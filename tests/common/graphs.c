@@ -154,7 +154,10 @@ model* graphs_depthwise(test_rng* rng) {
   v = graphs_value(m, graphs_conv(m, "depthwise", graphs_value(m, l), 32, 32,
                                   model_window_of(3, 3, 1, 1)));
   v = graphs_value(m, graphs_add(m, MODEL_RELU, "dw_relu", v));
-  v = graphs_value(m, graphs_conv(m, "project", v, 16, 1, model_window_of(1, 1, 1, 0)));
+  l = graphs_add(m, MODEL_CLIP, "dw_clip", v); /* a ReLU and a Clip: PyTorch's ReLU6 exported */
+  l->p.clip.lo = -1, l->p.clip.hi = 0.75f;
+  v = graphs_value(m, graphs_conv(m, "project", graphs_value(m, l), 16, 1,
+                                  model_window_of(1, 1, 1, 0)));
   const int block[2] = {v, stem};
   const int x = graphs_value(m, graphs_join(m, MODEL_ADD, "residual", 2, block)); /* 16x17x15 */
   /* two depthwise convolutions of stride 2 to 16 x 8 x 7: uneven padding, and dilation */

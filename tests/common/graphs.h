@@ -43,9 +43,9 @@ model* graphs_resnet(int blocks, test_rng* rng);
 model* graphs_mobilenet(test_rng* rng);
 
 /* MobileNet's blocks in widths that a GPU engine runs in NHWC (multiples of 8) on 3 x 17 x 15:
-   stem, 1x1 expand, ReLU6, 3x3 depthwise and ReLU, 1x1 project and the residual Add; then two
-   depthwise convolutions of stride 2, one of uneven padding, one dilated, added, ReLU; global
-   average pooling, fc, softmax. */
+   stem, 1x1 expand, ReLU6, 3x3 depthwise, ReLU and a Clip (PyTorch's ReLU6 as exported), 1x1
+   project and the residual Add; then two depthwise convolutions of stride 2, one of uneven
+   padding, one dilated, added, ReLU; global average pooling, fc, softmax. */
 model* graphs_depthwise(test_rng* rng);
 
 /* DenseNet-like on 1 x 13 x 11, and the other layers: uneven padding, dilation, GELU, Concat
