@@ -47,6 +47,7 @@ typedef struct engine_config {
   int use_graph;           /* GPU engines: replay CUDA Graphs (else eager launches) */
   ttp_wait wait;           /* GPU engines: how collecting a batch waits (ttapipe.h) */
   ttp_plan plan;           /* cudnn engine: how it chooses convolution algorithms (ttapipe.h) */
+  const char* plan_cache;  /* cudnn engine: the plan cache file (plan_cache.h), or NULL */
   aug_spec spec;
   ttp_merge merge;
   /* The pipeline's ttp_cancel flag (NULL: never set). A host engine reads it between images or

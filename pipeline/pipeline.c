@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "cpu/cpu_engine.h"
 #include "pipeline_internal.h"
+#include "plan_cache.h"
 
 enum { MAX_BATCH_LIMIT = 65536, MIN_SLOTS = 2, MAX_SLOTS = 16 };
 
@@ -113,6 +114,15 @@ static ttp_status take_options(ttp_pipeline* p, const ttp_options* given) {
   if (o->device_count) p->options.device = p->devices[0];
   if (o->device_count < 2) p->options.device_count = 0;
   p->options.devices = NULL; /* the caller's array need not outlive ttp_open */
+  if (!o->plan_cache) {
+    if (!plan_cache_default_path(p->plan_cache, sizeof p->plan_cache)) p->plan_cache[0] = '\0';
+  } else if (strlen(o->plan_cache) >= sizeof p->plan_cache) {
+    return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "plan_cache: a path of %zu bytes",
+               strlen(o->plan_cache));
+  } else {
+    strcpy(p->plan_cache, o->plan_cache);
+  }
+  p->options.plan_cache = NULL; /* nor the caller's string */
   if (o->wait < TTP_WAIT_AUTO || o->wait > TTP_WAIT_BLOCK)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "unknown wait %d", (int)o->wait);
   if (o->plan != TTP_PLAN_MEASURE && o->plan != TTP_PLAN_HEURISTIC)
@@ -189,6 +199,7 @@ static engine_config config_of(const ttp_pipeline* p) {
       .use_graph = !p->options.no_graph,
       .wait = p->options.wait,
       .plan = p->options.plan,
+      .plan_cache = p->plan_cache[0] ? p->plan_cache : NULL,
       .spec = p->spec,
       .merge = p->merge,
       .cancel = &p->cancel,

@@ -35,6 +35,7 @@ struct ttp_pipeline {
   const engine_entry* engine; /* NULL until the engine is open */
   batch_stream stream;        /* the engine behind the streaming core */
   int devices[8];             /* options.devices, copied (device_count of them) */
+  char plan_cache[4096];      /* options.plan_cache as a path ("": none) */
   atomic_int cancel;          /* ttp_cancel: stop the files path after the batches in flight */
   double model_s, engine_s;   /* ttp_startup's: reading the model, opening the engine */
   char description[2400];

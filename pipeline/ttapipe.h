@@ -318,6 +318,16 @@ typedef struct ttp_options {
                             ttp_classify_device is refused; ttp_bench_device splits its images
                             among the GPUs. */
   int device_count;
+  const char* plan_cache; /* cudnn engine with TTP_PLAN_MEASURE: a file that keeps the
+                             algorithms its timed search chose, for this GPU model, driver and
+                             cuDNN, so that later pipelines and processes open without searching
+                             and choose the same (the same bits in every process). Read when a
+                             pipeline opens, written when it searched anything new; a file of
+                             another GPU, driver or version, or damaged, is ignored (the
+                             engine's description says so) and replaced. NULL (default):
+                             $XDG_CACHE_HOME/ttapipe/plans, else $HOME/.cache/ttapipe/plans
+                             (none where neither is set); "": no cache. Read during ttp_open
+                             only. */
 } ttp_options;
 
 /* Fills o with the defaults and sets o->struct_size. Call it before setting any field. */

@@ -26,6 +26,9 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"plan", "MODE", "measure|heuristic: how the cudnn engine picks convolution algorithms " \
                        "(default measure: cuDNN's timed search; heuristic runs nothing, the "  \
                        "default of classify under mpirun)"},                                    \
+      {"plan-cache", "FILE", "off|FILE: where the cudnn engine keeps the algorithms its search "  \
+                             "chose, so that later runs open without searching (default "       \
+                             "$XDG_CACHE_HOME/ttapipe/plans, else ~/.cache/ttapipe/plans)"},    \
       {"device", "D", "CUDA device index (default 0)"},                                       \
       {"devices", "LIST", "all|D,D,...: several GPUs of one model behind one pipeline, up to 8 " \
                           "(default: --device alone; algorithms by the heuristic)"},            \

@@ -34,6 +34,8 @@ static const cli_option bench_options[] = {
     {"warmup", "N", "calls before measuring (default 3)"},
     {"slots", "K", "pinned transfer slots (default 3)"},
     {"wait", "MODE", "auto|spin|yield|block: how calls wait for the GPU (default auto)"},
+    {"plan-cache", "FILE", "off|FILE: the cudnn engine's plan cache (default "
+                           "$XDG_CACHE_HOME/ttapipe/plans, else ~/.cache/ttapipe/plans)"},
     {"device", "D", "CUDA device (default 0)"},
     {"devices", "LIST", "all|D,D,...: several GPUs behind each pipeline (--batch is then each "
                         "GPU's batch; device mode splits batch x GPUs images among them)"},
@@ -54,6 +56,7 @@ typedef struct bench {
   size_t pixels;       /* bytes of one image: the model's channels x rows x columns */
   int device_mode, warmup, slots, device, threads, wait;
   int devices[8], device_count; /* --devices: 0 when not given */
+  const char* plan_cache;       /* --plan-cache: NULL (the default file), "" (off) or a file */
   ttp_tta policy;               /* the augmentation; each point sets its copies */
   long iterations;
   double seconds;
@@ -115,6 +118,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
   o.threads = b->threads;
   o.no_graph = strcmp(graph, "off") == 0;
   o.wait = (ttp_wait)b->wait;
+  o.plan_cache = b->plan_cache;
   o.tta = &tta;
   ttp_pipeline* p = NULL;
   if (ttp_open(&o, &p) != TTP_OK) {
@@ -260,6 +264,8 @@ static int run_bench(const cli_args* a) {
     return rc;
   if (!(seconds > 0 && seconds <= 3600))
     return cli_usage_error(a->command, "--seconds must be in (0, 3600]");
+  if ((b.plan_cache = cli_get(a, "plan-cache")) && strcmp(b.plan_cache, "off") == 0)
+    b.plan_cache = "";
   b.device_mode = mode == 1, b.warmup = (int)warmup, b.slots = (int)slots, b.device = (int)device;
   b.threads = (int)threads, b.iterations = iterations, b.seconds = seconds;
   ttp_tta_init(&b.policy);

@@ -168,6 +168,8 @@ static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_
   o.no_graph = cli_flag(a, "no-graph");
   o.wait = (ttp_wait)wait;
   o.plan = (ttp_plan)plan;
+  const char* cache = cli_get(a, "plan-cache");
+  if (cache) o.plan_cache = strcmp(cache, "off") == 0 ? "" : cache;
   /* Several GPUs choose by a fixed rule, as the ranks of an MPI job do (--plan overrides). */
   if (device_count > 1 && !cli_get(a, "plan")) o.plan = TTP_PLAN_HEURISTIC;
   o.threads = (int)threads;

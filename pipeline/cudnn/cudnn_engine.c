@@ -307,10 +307,11 @@ static ttp_status plan_layers(cudnn_net* g, ttp_err* e) {
 
 static void cudnn_destroy(void* state);
 
-/* The network in one layout (nhwc, the input's channels input_c), into *out. */
+/* The network in one layout (nhwc, the input's channels input_c), into *out; the plan cache
+   read first, unless cache_note (cache_size bytes) already says what its reading did. */
 static ttp_status plan_net(const model* m, const engine_config* c, const gpu_buckets* buckets,
                            cudaStream_t stream, int nhwc, int input_c, cudnn_net** out,
-                           ttp_err* e) {
+                           char* cache_note, size_t cache_size, ttp_err* e) {
   cudnn_net* g = calloc(1, sizeof *g);
   if (!g) return ERR_NOMEM(e, sizeof *g);
   g->m = m;
@@ -319,6 +320,8 @@ static ttp_status plan_net(const model* m, const engine_config* c, const gpu_buc
   g->ctx.m = m;
   g->input_c = input_c;
   ttp_status s = plan_context(&g->ctx, c, buckets, GPU_CANONICAL_IMAGES, nhwc, stream, e);
+  if (s == TTP_OK && !cache_note[0])
+    gpu_plan_cache_read(&g->ctx, c->plan_cache, cache_note, cache_size);
   if (s == TTP_OK) s = plan_layers(g, e);
   if (s != TTP_OK) {
     cudnn_destroy(g);
@@ -341,17 +344,22 @@ static ttp_status cudnn_plan(const model* m, const engine_config* c, const gpu_b
                (size_t)INT32_MAX / per_image);
   int input_c = m->input.c;
   const int nhwc = c->precision != TTP_PRECISION_FP32 && nhwc_suits(m, &input_c);
-  char refused[200] = "";
+  char refused[200] = "", read_note[300] = "", write_note[300] = "";
   cudnn_net* g = NULL;
-  ttp_status s = plan_net(m, c, buckets, stream, nhwc, input_c, &g, e);
+  ttp_status s = plan_net(m, c, buckets, stream, nhwc, input_c, &g, read_note, sizeof read_note,
+                          e);
   if (s == TTP_ERR_CUDNN && nhwc) {
     /* cuDNN refused a convolution in NHWC: the network in NCHW, and why in its details. */
     snprintf(refused, sizeof refused, " (NHWC refused: %.170s)", e->message);
     err_clear(e);
-    s = plan_net(m, c, buckets, stream, 0, m->input.c, &g, e);
+    s = plan_net(m, c, buckets, stream, 0, m->input.c, &g, read_note, sizeof read_note, e);
   }
   if (s != TTP_OK) return s;
-  int n = snprintf(g->details, sizeof g->details, "%s%s", g->ctx.nhwc ? "NHWC" : "NCHW", refused);
+  /* what was searched goes into the plan cache for the next process */
+  gpu_plan_cache_write(&g->ctx, c->plan_cache, write_note, sizeof write_note);
+  int n = snprintf(g->details, sizeof g->details, "%s%s%s%s%s%s", g->ctx.nhwc ? "NHWC" : "NCHW",
+                   refused, read_note[0] ? "; " : "", read_note, write_note[0] ? "; " : "",
+                   write_note);
   for (int i = 0; i < m->layer_count && n >= 0 && (size_t)n < sizeof g->details; i++)
     if (g->layers[i].algo[0])
       n += snprintf(g->details + n, sizeof g->details - n, "; %s: %s", g->layers[i].l->name,

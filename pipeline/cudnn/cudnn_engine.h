@@ -115,6 +115,16 @@ ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
                              const void* const* in, void* out, ttp_err* e);
 void gpu_layer_destroy(gpu_layer* L);
 
+/* The plan cache (plan_cache.h) beside the process's remembered convolution choices, for the
+   context's device (with TTP_PLAN_MEASURE; nothing otherwise). gpu_plan_cache_read takes the
+   file's choices into them (once a process and file) and says in note (note_size bytes) what it
+   did: how many it took, why it ignored the file, or "" (nothing to take). gpu_plan_cache_write
+   writes the device's choices back when any was searched since, its note "" or why it could
+   not. Neither fails the pipeline: a cache is only ever a shortcut. */
+void gpu_plan_cache_read(const gpu_context* ctx, const char* path, char* note, size_t note_size);
+void gpu_plan_cache_write(const gpu_context* ctx, const char* path, char* note,
+                          size_t note_size);
+
 /* count host floats into dev, in the context's element type, on its stream; synchronises. */
 ttp_status gpu_upload(gpu_context* ctx, const float* host, size_t count, void* dev, ttp_err* e);
 

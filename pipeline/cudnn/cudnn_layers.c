@@ -45,6 +45,7 @@
 #include "conv_kernels.h"
 #include "cudnn_kernels.h"
 #include "depthwise_kernel.h"
+#include "../plan_cache.h"
 
 static const float one = 1.0f, zero = 0.0f;
 
@@ -163,16 +164,101 @@ static const char* const conv_algo_names[] = {
    TTP_PLAN_HEURISTIC the pick is the first of those in cuDNN's heuristic ranking: nothing runs,
    and every process on the same device and cuDNN picks the same. */
 typedef struct conv_choice {
-  int key[18]; /* the device, the layout, the precision, the canonical rows, the shapes */
+  int key[1 + PLAN_KEY_INTS]; /* the device, the layout, the precision, the canonical rows, the
+                                 shapes */
   cudnnConvolutionFwdAlgo_t algo;
   cudnnMathType_t math;
   float ms;
+  int from_cache; /* read from the plan cache, not searched here */
+  int measured;   /* searched here by cuDNN's timed search (what the plan cache keeps) */
 } conv_choice;
 
-enum { MAX_CONV_CHOICES = 64 };
+enum { MAX_CONV_CHOICES = 256 };
 static conv_choice conv_choices[MAX_CONV_CHOICES];
 static int conv_choice_count;
+static int conv_choices_unsaved; /* measured choices searched since the plan cache was written */
+static char plan_cache_taken[4096]; /* the plan cache file already read by this process */
 static pthread_mutex_t conv_choice_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The identity a plan cache file is written for: the GPU model, the driver and cuDNN. */
+static void plan_identity(const gpu_context* ctx, char* id, size_t size) {
+  struct cudaDeviceProp prop;
+  int driver = 0;
+  if (cudaGetDeviceProperties(&prop, ctx->device) != cudaSuccess) prop.name[0] = '\0';
+  cudaDriverGetVersion(&driver);
+  prop.name[sizeof prop.name - 1] = '\0';
+  for (char* c = prop.name; *c; c++)
+    if (*c < 0x20 || *c > 0x7e) *c = '?';
+  snprintf(id, size, "%s sm_%d%d, driver %d, cuDNN %zu", prop.name[0] ? prop.name : "GPU",
+           prop.name[0] ? prop.major : 0, prop.name[0] ? prop.minor : 0, driver,
+           gpu_libs.cudnnGetVersion());
+}
+
+/* Whether the plan cache applies (a file, and the timed search); the identity into id where it
+   does. Clears the note either way. */
+static int plan_cache_applies(const gpu_context* ctx, const char* path, char (*id)[PLAN_ID_MAX],
+                              char* note) {
+  note[0] = '\0';
+  if (!path || ctx->plan != TTP_PLAN_MEASURE) return 0;
+  plan_identity(ctx, *id, sizeof *id);
+  return 1;
+}
+
+void gpu_plan_cache_read(const gpu_context* ctx, const char* path, char* note,
+                         size_t note_size) {
+  char id[PLAN_ID_MAX];
+  if (!plan_cache_applies(ctx, path, &id, note)) return;
+  static plan_entry entries[PLAN_MAX];
+  pthread_mutex_lock(&conv_choice_lock);
+  if (strcmp(plan_cache_taken, path) != 0 && strlen(path) < sizeof plan_cache_taken) {
+    strcpy(plan_cache_taken, path);
+    int count = 0, taken = 0;
+    if (plan_cache_read(path, id, entries, PLAN_MAX, &count, note, note_size) == 1) {
+      for (int i = 0; i < count && conv_choice_count < MAX_CONV_CHOICES; i++) {
+        /* never trusted: an implicit GEMM and a math type cuDNN knows, else skipped (and
+           usable() still checks every bucket) */
+        const int algo = entries[i].algo, math = entries[i].math;
+        if ((algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM &&
+             algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) ||
+            (math != CUDNN_DEFAULT_MATH && math != CUDNN_TENSOR_OP_MATH &&
+             math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && math != CUDNN_FMA_MATH))
+          continue;
+        conv_choice c = {.key = {ctx->choice_device},
+                         .algo = (cudnnConvolutionFwdAlgo_t)algo,
+                         .math = (cudnnMathType_t)math, .ms = entries[i].ms, .from_cache = 1,
+                         .measured = 1};
+        memcpy(c.key + 1, entries[i].key, sizeof entries[i].key);
+        int known = 0;
+        for (int k = 0; k < conv_choice_count && !known; k++)
+          known = memcmp(conv_choices[k].key, c.key, sizeof c.key) == 0;
+        if (!known) conv_choices[conv_choice_count++] = c, taken++;
+      }
+      snprintf(note, note_size, "plan cache %s: %d of its %d choices taken", path, taken, count);
+    }
+  }
+  pthread_mutex_unlock(&conv_choice_lock);
+}
+
+void gpu_plan_cache_write(const gpu_context* ctx, const char* path, char* note,
+                          size_t note_size) {
+  char id[PLAN_ID_MAX];
+  if (!plan_cache_applies(ctx, path, &id, note)) return;
+  static plan_entry entries[MAX_CONV_CHOICES];
+  pthread_mutex_lock(&conv_choice_lock);
+  if (conv_choices_unsaved) {
+    int count = 0;
+    for (int i = 0; i < conv_choice_count; i++)
+      if (conv_choices[i].key[0] == ctx->choice_device && conv_choices[i].measured) {
+        memcpy(entries[count].key, conv_choices[i].key + 1, sizeof entries[count].key);
+        entries[count].algo = (int)conv_choices[i].algo;
+        entries[count].math = (int)conv_choices[i].math;
+        entries[count].ms = conv_choices[i].ms;
+        count++;
+      }
+    if (plan_cache_write(path, id, entries, count, note, note_size) == 0) conv_choices_unsaved = 0;
+  }
+  pthread_mutex_unlock(&conv_choice_lock);
+}
 
 static int usable(const gpu_context* ctx, const gpu_layer* L,
                   const cudnnConvolutionFwdAlgoPerf_t* p, size_t* workspace) {
@@ -391,8 +477,11 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
     }
   if (!remembered) {
     s = find_conv_algo(ctx, L, &pick, e);
-    if (s == TTP_OK && conv_choice_count < MAX_CONV_CHOICES)
+    pick.measured = ctx->plan == TTP_PLAN_MEASURE;
+    if (s == TTP_OK && conv_choice_count < MAX_CONV_CHOICES) {
       conv_choices[conv_choice_count++] = pick;
+      if (pick.measured) conv_choices_unsaved = 1;
+    }
   }
   pthread_mutex_unlock(&conv_choice_lock);
   if (s != TTP_OK) return s;
@@ -435,9 +524,10 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   }
   int tensor_cores = pick.math == CUDNN_TENSOR_OP_MATH ||
                      pick.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-  char timed[48] = "cuDNN's heuristic, not timed";
+  char timed[80] = "cuDNN's heuristic, not timed";
   if (pick.ms >= 0)
-    snprintf(timed, sizeof timed, "%.3f ms at %d rows", pick.ms, ctx->canonical_rows);
+    snprintf(timed, sizeof timed, "%.3f ms at %d rows%s", pick.ms, ctx->canonical_rows,
+             pick.from_cache ? " (from the plan cache)" : "");
   const int n = snprintf(L->algo, sizeof L->algo, "%s%s, %s%s%s",
                          (unsigned)pick.algo < sizeof conv_algo_names / sizeof *conv_algo_names
                              ? conv_algo_names[pick.algo] : "algorithm ?",

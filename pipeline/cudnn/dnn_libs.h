@@ -23,7 +23,8 @@
   X(cudnnConvolutionForward) X(cudnnConvolutionBiasActivationForward)                         \
   X(cudnnCreateActivationDescriptor) X(cudnnSetActivationDescriptor)                          \
   X(cudnnDestroyActivationDescriptor) X(cudnnCreateLRNDescriptor) X(cudnnSetLRNDescriptor)    \
-  X(cudnnDestroyLRNDescriptor) X(cudnnLRNCrossChannelForward) X(cudnnSoftmaxForward)
+  X(cudnnDestroyLRNDescriptor) X(cudnnLRNCrossChannelForward) X(cudnnSoftmaxForward)       \
+  X(cudnnGetVersion)
 #define TTP_CUBLASLT_FUNCTIONS(X)                                                             \
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusString) X(cublasLtMatmul)           \
   X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatmulDescDestroy)  \

@@ -3,7 +3,7 @@
    decoder; DIR/idx, DIR/file_list, DIR/model and DIR/args for ttapipe's own readers (their
    first byte the target's selector, below); DIR/tar, tar archives of those PNG files (plain,
    gzip'd, truncated; directories, links, hidden and non-image members, a pax long name);
-   DIR/policy, TTA policy files.
+   DIR/policy, TTA policy files; DIR/plan_cache, plan cache files.
      PNG  grey of 1, 2, 4, 8 and 16 bits; grey + alpha, RGB, RGBA of 8 and 16; palettes of 1 to
           8 bits; tRNS transparency; Adam7 interlacing; every row filter; several IDAT chunks
           and ancillary chunks. Written here with zlib, from the PNG specification.
@@ -27,6 +27,7 @@
 
 #include "../common/check.h"
 #include "../common/fixtures.h"
+#include "pipeline/plan_cache.h"
 
 typedef test_bytes buf;
 #define put test_put
@@ -475,6 +476,33 @@ static void policy_seeds(void) {
   }
 }
 
+/* Plan cache files (fuzz_plan_cache: the input is the file, read for "fuzz GPU"): three
+   entries, none, another identity's, one cut short. */
+static void plan_cache_seeds(void) {
+  char path[4096], note[256];
+  snprintf(path, sizeof path, "%s/plan_cache", out_dir);
+  mkdir(path, 0755);
+  plan_entry e[3] = {{{0, 1, 1024, 16, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0}, 1, 1, 0.142f},
+                     {{1, 2, 5120, 32, 16, 16, 64, 1, 1, 2, 2, 0, 0, 1, 1, 1, 1}, 0, 2, -1.0f},
+                     {{0, 0, 1, 1, 28, 28, 20, 5, 5, 1, 1, 0, 0, 1, 1, 1, 0}, 1, 0, 0.0125f}};
+  const char* names[] = {"three", "none", "foreign"};
+  for (int k = 0; k < 3; k++) {
+    snprintf(path, sizeof path, "%s/plan_cache/%s", out_dir, names[k]);
+    CHECK(plan_cache_write(path, k == 2 ? "another GPU" : "fuzz GPU", e, k == 1 ? 0 : 3, note,
+                           sizeof note) == 0, "%s", note);
+    seeds++;
+  }
+  snprintf(path, sizeof path, "%s/plan_cache/three", out_dir);
+  FILE* f = fopen(path, "rb");
+  CHECK(f, "%s", path);
+  char text[2048];
+  const size_t n = fread(text, 1, sizeof text, f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/plan_cache/cut", out_dir);
+  test_write_file(path, text, n / 2);
+  seeds++;
+}
+
 /* The model directory: selector 0..7 a weight file (conv1, conv1.bias, conv2, conv2.bias, ip1,
    ip1.bias, ip2, ip2.bias), 8 labels.txt, 9 labels.txt absent; the small files at their size. */
 static void model_seeds(void) {
@@ -616,6 +644,7 @@ int main(int argc, char** argv) {
   args_seeds();
   tar_seeds();
   policy_seeds();
+  plan_cache_seeds();
   printf("%u seeds in %s\n", seeds, out_dir);
   return 0;
 }

@@ -128,6 +128,22 @@ static void test_options(const char* dir) {
     EXPECT_MESSAGE(ttp_last_error(p), bad[i].fragment);
     ttp_close(p);
   }
+  /* A plan cache path longer than the pipeline keeps is refused; one that fits, "" (none) and
+     NULL (the default file) open (the CPU engine reads no cache). */
+  {
+    static char long_path[5000];
+    memset(long_path, 'a', sizeof long_path - 1);
+    const char* caches[] = {long_path, "", NULL, "/nonexistent/dir/plans"};
+    for (int i = 0; i < 4; i++) {
+      ttp_options_init(&o);
+      o.model_dir = dir, o.engine = TTP_ENGINE_CPU, o.threads = 1, o.plan_cache = caches[i];
+      const ttp_status s = ttp_open(&o, &p);
+      CHECK(i == 0 ? s == TTP_ERR_INVALID_ARGUMENT : s == TTP_OK, "plan_cache %d: %s", i,
+            ttp_last_error(p));
+      if (i == 0) EXPECT_MESSAGE(ttp_last_error(p), "plan_cache: a path of 4999 bytes");
+      ttp_close(p);
+    }
+  }
   /* Without a GPU (or in a CPU-only build) the cudnn engine says so, and auto picks the fast
      CPU engine where the build has it, else the reference. A build without oneDNN says so when
      onednn is named. */
