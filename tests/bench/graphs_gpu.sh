@@ -9,7 +9,8 @@
 #             torch.compile, fp32 (TF32) and fp16, as written and tuned (channels-last memory and
 #             cudnn.benchmark), batches 1, 64 and 1024
 #   autotune  torch.compile(mode="max-autotune"), tuned, batch 1024 (minutes of compiling)
-#   table     table.py of each network's JSON
+#   table     table.py of each network's JSON, each row against the better of torch.compile's
+#             modes
 #   ncu       ResNet-20's kernels one by one (eager launches, fp16, batch 1024) under Nsight Compute:
 #             each kernel's name and time, in launch order (the layers' order)
 # Usage: graphs_gpu.sh BUILD_DIR OUT_DIR [PARTS...]   (default: check lab bench peer table;
@@ -65,7 +66,7 @@ fi
 if has table; then
   for net in $nets; do
     echo "## $net"
-    python3 "$root/tests/bench/table.py" "$out/$net".*.json | tee "$out/$net.table.md"
+    python3 "$root/tests/bench/table.py" --vs compile "$out/$net".*.json | tee "$out/$net.table.md"
   done
 fi
 if has ncu; then
