@@ -77,6 +77,8 @@ int cli_engine_id(const char* name, ttp_engine* id);
 /* Whether the engine named `name` runs on the CPU (cpu, onednn): no CUDA call for it. NULL (no
    --engine, so auto): 0. */
 int cli_engine_on_host(const char* name);
+/* Whether open pipeline p runs on a GPU engine (its description names the engine first). */
+int cli_pipeline_on_gpu(ttp_pipeline* p);
 
 /* --precision (one of ttp_precision_name's names) into *p, left as it is when not given.
    Returns CLI_EXIT_OK or a usage error. */

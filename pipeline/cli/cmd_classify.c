@@ -56,6 +56,7 @@ typedef struct progress {
                          before the pipeline opens and after it closes) */
   enum { BEFORE_FILES, WITH_FILES } phase; /* whether the pipeline has opened */
   const char* rows_at; /* the file the rows go to, printable (NULL: standard output) */
+  int on_gpu;          /* the pipeline ran on a GPU engine */
 } progress;
 
 static void on_file(void* user, size_t index, const char* path, const ttp_result* result,
@@ -560,6 +561,7 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
   /* A run stopped by a signal ends the process at once (run_classify): the driver frees a GPU's
      memory at the exit sooner than ttp_close and CUDA's teardown would. */
   const double finished = cli_now();
+  pr->on_gpu = cli_pipeline_on_gpu(p);
   if (!*stopped) ttp_close(p);
   if (cli_flag(a, "verbose") && rc != CLI_EXIT_USAGE && pr->first_row > 0) {
     const double closed = cli_now(), at = cli_started;
@@ -588,7 +590,10 @@ static int run_classify(const cli_args* a) {
   int stopped = 0;
   const int rc = classify_job(a, &job, &pr, &stopped);
   cli_job_end(&job);
-  if (stopped) {
+  /* Every row, report and summary is out and the pipeline closed: what is left is CUDA's own
+     teardown at exit (the context and its modules), which the driver does sooner when the
+     process just ends. A stopped run ends so too. */
+  if (stopped || pr.on_gpu) {
     fflush(NULL);
     _exit(rc);
   }

@@ -94,6 +94,17 @@ int cli_engine_on_host(const char* name) {
   return name && (!strcmp(name, "cpu") || !strcmp(name, "onednn"));
 }
 
+int cli_pipeline_on_gpu(ttp_pipeline* p) {
+  const char* d = p ? ttp_engine_description(p) : NULL;
+  if (!d) return 0;
+  char first[16];
+  const size_t n = strcspn(d, " ,;");
+  if (n == 0 || n >= sizeof first) return 0;
+  memcpy(first, d, n);
+  first[n] = '\0';
+  return !cli_engine_on_host(first);
+}
+
 int cli_engine_id(const char* name, ttp_engine* id) {
   for (int i = 1; cli_engine_names[i]; i++)
     if (strcmp(name, cli_engine_names[i]) == 0) {
