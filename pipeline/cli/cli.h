@@ -88,13 +88,20 @@ int cli_get_precision(const cli_args* a, ttp_precision* p);
    *count 0 when not given. Returns CLI_EXIT_OK or a usage error. */
 int cli_get_devices(const cli_args* a, int* devices, int* count);
 
-/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with default_slots (0: the library's
-   default) unless --slots is given, default_plan unless --plan is and default_device unless
-   --device is; *tta receives the augmentation asked for. Returns
+/* What a subcommand opens its pipeline with where the arguments say nothing: slots (--slots)
+   and batch (--batch), 0 for the library's defaults; the plan (--plan); the device (--device). */
+typedef struct cli_pipeline_defaults {
+  int slots, batch;
+  ttp_plan plan;
+  int device;
+} cli_pipeline_defaults;
+
+/* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with d's defaults where the arguments
+   give nothing; *tta receives the augmentation asked for. Returns
    CLI_EXIT_OK with *p open, or the exit code after printing why (CLI_EXIT_USAGE, also for
    settings the library finds out of range, or CLI_EXIT_FATAL). */
-int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
-                      int default_device, ttp_pipeline** p, ttp_tta* tta);
+int cli_open_pipeline(const cli_args* a, cli_pipeline_defaults d, ttp_pipeline** p,
+                      ttp_tta* tta);
 /* A pass over n images with the pipeline the arguments describe but the augmentation tta: its
    results (NULL: not kept), probabilities (NULL: none) and uncertainty measures (NULL: none).
    eval's copy 0 alone and its mean of a vote's copies, tune's candidates. Returns CLI_EXIT_OK or the exit code after printing why. */

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -293,6 +294,23 @@ static int resume_from(const char* output, ttp_pipeline* p, ttp_format format, i
    for 8 pinned slots of max_batch images (6.3 MB at 1024). */
 enum { CLASSIFY_SLOTS = 8 };
 
+/* A job's files where their number is known before the pipeline opens (a list, or files named
+   one by one, not directories or tar archives): a job of fewer than a batch of the default
+   size gets one batch of its size and the ring's least slots, so that the GPU engine allocates
+   and captures the graphs of that alone, not 8 slots of 1024 images and every bucket up to
+   1024 (--batch and --slots still decide when given). 0: not known before the walk. */
+static size_t known_files(const cli_args* a, int listed, size_t listed_count) {
+  if (listed) return listed_count;
+  for (int i = 0; i < a->positional_count; i++) {
+    struct stat st;
+    const char* path = a->positional[i];
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+        cli_archive_key(path, strlen(path)) == strlen(path))
+      return 0;
+  }
+  return (size_t)a->positional_count;
+}
+
 static void summary(const ttp_bulk_stats* s) {
   fprintf(stderr,
           "ttapipe: %zu of %zu files classified, %zu failed, in %.2f s (%.0f files/s)\n"
@@ -454,10 +472,16 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
   /* A CPU engine's ranks never start CUDA. */
   const int gpus =
       job->size > 1 && !cli_engine_on_host(cli_get(a, "engine")) ? ttp_gpu_count() : 0;
+  const size_t known = archives ? 0 : known_files(a, listed, count);
+  const int small = known > 0 && known < 1024;
   if (rc == CLI_EXIT_OK)
-    rc = cli_open_pipeline(a, CLASSIFY_SLOTS,
-                           job->size > 1 ? TTP_PLAN_HEURISTIC : TTP_PLAN_MEASURE,
-                           gpus ? job->local_rank % gpus : 0, &p, &tta);
+    rc = cli_open_pipeline(a,
+                           (cli_pipeline_defaults){
+                               .slots = small ? 2 : CLASSIFY_SLOTS,
+                               .batch = small ? (int)known : 0,
+                               .plan = job->size > 1 ? TTP_PLAN_HEURISTIC : TTP_PLAN_MEASURE,
+                               .device = gpus ? job->local_rank % gpus : 0},
+                           &p, &tta);
   const double opened = cli_now();
   pthread_mutex_lock(&pr->lock);
   pr->p = p, pr->phase = WITH_FILES;

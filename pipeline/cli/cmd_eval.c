@@ -342,7 +342,7 @@ static int run_eval(const cli_args* a) {
   ttp_tta tta;
   eval_data d = {0};
   ttp_result* results = NULL;
-  int rc = cli_open_pipeline(a, 0, TTP_PLAN_MEASURE, 0, &p, &tta);
+  int rc = cli_open_pipeline(a, (cli_pipeline_defaults){.plan = TTP_PLAN_MEASURE}, &p, &tta);
   if (rc == CLI_EXIT_OK) rc = cli_load_labelled(a, ttp_model(p), &d);
   const int classes = rc == CLI_EXIT_OK ? ttp_model(p)->classes : 0;
   if (rc == CLI_EXIT_OK && !(results = malloc(d.count * sizeof *results)))

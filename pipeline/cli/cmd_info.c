@@ -12,7 +12,7 @@ static const cli_option info_options[] = {
 static int run_info(const cli_args* a) {
   ttp_pipeline* p = NULL;
   ttp_tta tta;
-  int rc = cli_open_pipeline(a, 0, TTP_PLAN_MEASURE, 0, &p, &tta);
+  int rc = cli_open_pipeline(a, (cli_pipeline_defaults){.plan = TTP_PLAN_MEASURE}, &p, &tta);
   if (rc != CLI_EXIT_OK) return rc;
   const ttp_model_info* m = ttp_model(p);
   printf("build   %s\n", ttp_build_string());

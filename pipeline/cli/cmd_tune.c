@@ -220,7 +220,7 @@ static int run_tune(const cli_args* a) {
   ttp_pipeline* p = NULL;
   ttp_tta start;
   cli_labelled d = {0};
-  rc = cli_open_pipeline(a, 0, TTP_PLAN_HEURISTIC, 0, &p, &start);
+  rc = cli_open_pipeline(a, (cli_pipeline_defaults){.plan = TTP_PLAN_HEURISTIC}, &p, &start);
   const ttp_model_info info = rc == CLI_EXIT_OK ? *ttp_model(p) : (ttp_model_info){0};
   char engine[512] = "";
   if (rc == CLI_EXIT_OK) snprintf(engine, sizeof engine, "%s", ttp_engine_description(p));

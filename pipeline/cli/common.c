@@ -152,14 +152,13 @@ int cli_get_precision(const cli_args* a, ttp_precision* p) {
 
 /* cli_open_pipeline, with the augmentation `given` instead of the arguments' when given is not
    NULL. */
-static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
-                         int default_device, const ttp_tta* given, ttp_pipeline** p,
-                         ttp_tta* tta) {
+static int open_pipeline(const cli_args* a, cli_pipeline_defaults d, const ttp_tta* given,
+                         ttp_pipeline** p, ttp_tta* tta) {
   ttp_options o;
   ttp_options_init(&o);
-  int engine = 0, wait = 0, plan = (int)default_plan;
-  long threads = 0, batch = o.max_batch, slots = default_slots ? default_slots : o.slots;
-  long device = default_device;
+  int engine = 0, wait = 0, plan = (int)d.plan;
+  long threads = 0, batch = d.batch ? d.batch : o.max_batch, slots = d.slots ? d.slots : o.slots;
+  long device = d.device;
   int devices[8], device_count, rc;
   if ((rc = cli_require(a, "model", &o.model_dir)) || (rc = cli_get_choice(a, "engine", cli_engine_names, &engine)) ||
       (rc = cli_get_precision(a, &o.precision)) ||
@@ -220,9 +219,9 @@ static int open_pipeline(const cli_args* a, int default_slots, ttp_plan default_
   return CLI_EXIT_OK;
 }
 
-int cli_open_pipeline(const cli_args* a, int default_slots, ttp_plan default_plan,
-                      int default_device, ttp_pipeline** p, ttp_tta* tta) {
-  return open_pipeline(a, default_slots, default_plan, default_device, NULL, p, tta);
+int cli_open_pipeline(const cli_args* a, cli_pipeline_defaults d, ttp_pipeline** p,
+                      ttp_tta* tta) {
+  return open_pipeline(a, d, NULL, p, tta);
 }
 
 int cli_classify_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tta,
@@ -231,8 +230,9 @@ int cli_classify_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tt
   ttp_pipeline* p = NULL;
   ttp_tta used;
   ttp_result* scratch = results ? NULL : malloc(n * sizeof *scratch);
-  int rc = results || scratch ? open_pipeline(a, 0, default_plan, 0, tta, &p, &used)
-                              : cli_fail("out of memory");
+  int rc = results || scratch
+               ? open_pipeline(a, (cli_pipeline_defaults){.plan = default_plan}, tta, &p, &used)
+               : cli_fail("out of memory");
   ttp_result* into = results ? results : scratch;
   if (rc == CLI_EXIT_OK &&
       (uncertainty ? ttp_classify_uncertainty(p, images, n, into, probs, uncertainty)
