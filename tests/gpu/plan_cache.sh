@@ -8,13 +8,9 @@
 # Usage: plan_cache.sh TTAPIPE TTP_FIXTURE MODEL
 set -u
 ttapipe=$1 fixture=$2 model=$3
-if ! "$ttapipe" info --model "$model" 2>/dev/null | grep -qE '^GPUs +[1-9]'; then
-  echo "skipped: no CUDA device"; exit 77
-fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/ttapipe-plan-cache-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/common.sh"
+needs_gpu "$ttapipe" "$model"
+start_work plan-cache
 mkdir "$work/images"
 for i in 1 2 3 4 5 6 7 8 9; do "$fixture" photo "$work/images/$i.png" 37 29 $i || fail "fixture $i"; done
 # run NAME ARGS...: classify the images on cudnn in fp16 with 5 copies, the engine described
@@ -45,5 +41,4 @@ XDG_CACHE_HOME=$work/xdg run off --plan-cache off
 XDG_CACHE_HOME=$work/xdg run default
 [ -s "$work/xdg/ttapipe/plans" ] || fail "default: no cache at \$XDG_CACHE_HOME/ttapipe/plans"
 grep -o 'engine [0-9.]* ms' "$work/first.err" "$work/second.err" | sed 's|.*/||'
-[ $failures -eq 0 ] && echo "plan cache: all passed" || echo "plan cache: $failures failed"
-exit $((failures > 0))
+finish "plan cache"

@@ -7,13 +7,9 @@
 # Usage: small_jobs.sh TTAPIPE TTP_FIXTURE MODEL_DIR
 set -u
 ttapipe=$1 fixture=$2 model=$3
-if ! "$ttapipe" info --model "$model" 2>/dev/null | grep -qE '^GPUs +[1-9]'; then
-  echo "skipped: no CUDA device"; exit 77
-fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/ttapipe-small-jobs-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/common.sh"
+needs_gpu "$ttapipe" "$model"
+start_work small-jobs
 mkdir "$work/dir"
 for i in 1 2 3; do "$fixture" photo "$work/dir/$i.png" 28 28 $i || fail "fixture $i"; done
 for engine in fused cudnn; do
@@ -37,5 +33,4 @@ for engine in fused cudnn; do
   grep -q "batch buckets 1/8/64/512/1024, 8 slots" "$work/err" ||
     fail "$engine, a directory: $(grep -o 'batch buckets[^;]*slots' "$work/err")"
 done
-[ $failures -eq 0 ] && echo "small jobs: all passed" || echo "small jobs: $failures failed"
-exit $((failures > 0))
+finish "small jobs"
