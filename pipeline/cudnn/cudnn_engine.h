@@ -57,7 +57,7 @@ typedef struct gpu_context {
   ttp_precision precision;
   int half;                     /* fp16 storage */
   int tensor_cores;             /* convolutions on the tensor cores: fp16, or tf32's fp32 */
-  int nhwc;                     /* activations NHWC (fp16: for the tensor cores), else NCHW */
+  int nhwc;                     /* activations NHWC (fp16, tf32: for the tensor cores), else NCHW */
   cudnnTensorFormat_t format;   /* cuDNN's name for it */
   cudnnDataType_t dnn_type;     /* CUDNN_DATA_FLOAT or CUDNN_DATA_HALF */
   cudaDataType_t blas_type;     /* CUDA_R_32F or CUDA_R_16F */
@@ -101,7 +101,7 @@ int cudnn_supports(const model_layer* l, const engine_config* c, char* why, size
 ttp_status cudnn_run_layer(const model_layer* l, int n, const engine_config* c, int use_graph,
                            const float* in, float* out, size_t guard, ttp_err* e);
 
-/* Whether convolution l is one filter a channel that ttapipe's NHWC fp16 depthwise kernel
+/* Whether convolution l is one filter a channel that ttapipe's NHWC depthwise kernel
    runs (depthwise_kernel.h), where cuDNN takes grouped convolutions in NCHW alone. */
 int gpu_depthwise_suits(const model_layer* l);
 
