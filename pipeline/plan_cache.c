@@ -74,17 +74,26 @@ static int read_int(const char** s, long lo, long hi, int* out) {
   return 1;
 }
 
-/* An entry from a "conv ..." line's fields; 0 when they are not exactly that. */
+/* The ranges of an entry's fields: what the reader takes, and so what the writer writes. */
+enum { kKeyBound = 1000000000, kChoiceBound = 1000 };
+static int entry_ok(const plan_entry* e) {
+  for (int k = 0; k < PLAN_KEY_INTS; k++)
+    if (e->key[k] < -kKeyBound || e->key[k] > kKeyBound) return 0;
+  return e->algo >= 0 && e->algo <= kChoiceBound && e->math >= 0 && e->math <= kChoiceBound &&
+         isfinite(e->ms) && e->ms >= -1.0f && e->ms <= 1e6f;
+}
+
+/* An entry from a "conv ..." line's fields; 0 when they are not exactly that. A time that
+   underflows to a subnormal (strtof's ERANGE) is taken as it comes: the writer's %.9g of any
+   float reads back to it. */
 static int parse_entry(const char* s, plan_entry* e) {
   for (int k = 0; k < PLAN_KEY_INTS; k++)
-    if (!read_int(&s, -1000000000L, 1000000000L, &e->key[k])) return 0;
-  if (!read_int(&s, 0, 1000, &e->algo) || !read_int(&s, 0, 1000, &e->math)) return 0;
+    if (!read_int(&s, -kKeyBound, kKeyBound, &e->key[k])) return 0;
+  if (!read_int(&s, 0, kChoiceBound, &e->algo) || !read_int(&s, 0, kChoiceBound, &e->math))
+    return 0;
   char* stop;
-  errno = 0;
-  const float ms = strtof(s, &stop);
-  if (stop == s || errno || *stop != '\0' || !isfinite(ms) || ms < -1.0f || ms > 1e6f) return 0;
-  e->ms = ms;
-  return 1;
+  e->ms = strtof(s, &stop);
+  return stop != s && *stop == '\0' && entry_ok(e);
 }
 
 /* A note (printf's format) into note; returns -1: the file ignored or not written. */
@@ -183,10 +192,12 @@ static int make_parents(const char* path) {
 
 int plan_cache_write(const char* path, const char* id, const plan_entry* entries, int count,
                      char* note, size_t note_size) {
-  if (!printable_id(id) || count < 0 || count > PLAN_MAX)
+  int bad = !printable_id(id) || count < 0 || count > PLAN_MAX;
+  for (int i = 0; !bad && i < count; i++) bad = !entry_ok(&entries[i]);
+  if (bad)
     return noted(note, note_size,
-                 "plan cache %s: not written: %d entries or an id that is not printable", path,
-                 count);
+                 "plan cache %s: not written: %d entries, an entry out of the format's ranges or "
+                 "an id that is not printable", path, count);
   const size_t room = (size_t)count * (PLAN_KEY_INTS + 3) * 16 + PLAN_ID_MAX + 128;
   char* text = malloc(room);
   if (!text) return noted(note, note_size, "plan cache %s: not written: out of memory", path);

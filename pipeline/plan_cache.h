@@ -37,8 +37,9 @@ int plan_cache_read(const char* path, const char* id, plan_entry* out, int max, 
                     char* note, size_t note_size);
 
 /* Writes count entries of identity id (printable ASCII, at most PLAN_ID_MAX - 1 characters) to
-   path, replacing it whole; makes path's directory (one level) when it is missing. Returns 0, or
-   -1 with a note naming the file. */
+   path, replacing it whole; makes the directories above path that are missing. Returns 0, or -1
+   with a note naming the file (also for an entry out of the ranges the reader takes: keys
+   within +-1e9, algo and math 0..1000, a finite time of -1..1e6 ms). */
 int plan_cache_write(const char* path, const char* id, const plan_entry* entries, int count,
                      char* note, size_t note_size);
 

@@ -308,7 +308,8 @@ static ttp_status plan_layers(cudnn_net* g, ttp_err* e) {
 static void cudnn_destroy(void* state);
 
 /* The network in one layout (nhwc, the input's channels input_c), into *out; the plan cache
-   read first, unless cache_note (cache_size bytes) already says what its reading did. */
+   read first (what its reading did into cache_note, cache_size bytes, unless that already
+   says). */
 static ttp_status plan_net(const model* m, const engine_config* c, const gpu_buckets* buckets,
                            cudaStream_t stream, int nhwc, int input_c, cudnn_net** out,
                            char* cache_note, size_t cache_size, ttp_err* e) {
@@ -320,8 +321,9 @@ static ttp_status plan_net(const model* m, const engine_config* c, const gpu_buc
   g->ctx.m = m;
   g->input_c = input_c;
   ttp_status s = plan_context(&g->ctx, c, buckets, GPU_CANONICAL_IMAGES, nhwc, stream, e);
-  if (s == TTP_OK && !cache_note[0])
-    gpu_plan_cache_read(&g->ctx, c->plan_cache, cache_note, cache_size);
+  char note[300] = "";
+  if (s == TTP_OK) gpu_plan_cache_read(&g->ctx, c->plan_cache, note, sizeof note);
+  if (!cache_note[0]) snprintf(cache_note, cache_size, "%s", note);
   if (s == TTP_OK) s = plan_layers(g, e);
   if (s != TTP_OK) {
     cudnn_destroy(g);

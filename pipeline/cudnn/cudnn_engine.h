@@ -68,6 +68,7 @@ typedef struct gpu_context {
   int device;
   int choice_device; /* whose remembered algorithm choices it takes (engine_config) */
   ttp_plan plan;                /* how convolution algorithms are chosen */
+  int plan_cache_fits;          /* the plan cache read is this device's (gpu_plan_cache_read) */
   void* conv_workspace;         /* shared by every convolution; sized at plan */
   size_t conv_workspace_size;
   void* gemm_workspace;
@@ -116,12 +117,14 @@ ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
 void gpu_layer_destroy(gpu_layer* L);
 
 /* The plan cache (plan_cache.h) beside the process's remembered convolution choices, for the
-   context's device (with TTP_PLAN_MEASURE; nothing otherwise). gpu_plan_cache_read takes the
-   file's choices into them (once a process and file) and says in note (note_size bytes) what it
-   did: how many it took, why it ignored the file, or "" (nothing to take). gpu_plan_cache_write
-   writes the device's choices back when any was searched since, its note "" or why it could
+   context's device (with TTP_PLAN_MEASURE; nothing otherwise). gpu_plan_cache_read reads the
+   file (once a process and file), says in note (note_size bytes) what it did (how many choices
+   it read, why it ignored the file, or "": nothing), and sets ctx->plan_cache_fits where the
+   file's identity is the context's device's: its layers then take the file's choices where
+   they have none remembered, instead of searching. gpu_plan_cache_write writes the device's
+   choices and the file's others back when any was searched since, its note "" or why it could
    not. Neither fails the pipeline: a cache is only ever a shortcut. */
-void gpu_plan_cache_read(const gpu_context* ctx, const char* path, char* note, size_t note_size);
+void gpu_plan_cache_read(gpu_context* ctx, const char* path, char* note, size_t note_size);
 void gpu_plan_cache_write(const gpu_context* ctx, const char* path, char* note,
                           size_t note_size);
 

@@ -173,23 +173,53 @@ typedef struct conv_choice {
   int measured;   /* searched here by cuDNN's timed search (what the plan cache keeps) */
 } conv_choice;
 
-enum { MAX_CONV_CHOICES = 256 };
+enum { MAX_CONV_CHOICES = 1024 };
 static conv_choice conv_choices[MAX_CONV_CHOICES];
 static int conv_choice_count;
 static int conv_choices_unsaved; /* measured choices searched since the plan cache was written */
-static char plan_cache_taken[4096]; /* the plan cache file already read by this process */
+/* The plan cache file as this process read it (once a file): its choices, apart from the
+   remembered ones (which they join when a layer takes one), and the identity they are for. */
+static char plan_cache_taken[4096];
+static plan_entry cached[PLAN_MAX];
+static int cached_count;
+static char cached_id[PLAN_ID_MAX];
 static pthread_mutex_t conv_choice_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The installed NVIDIA driver's version ("580.159.04"), from the kernel module's own line, into
+   out; the CUDA driver API's version where that is unreadable. */
+static void driver_version(char* out, size_t size) {
+  char line[256] = "";
+  FILE* f = fopen("/proc/driver/nvidia/version", "r");
+  const char* at = NULL;
+  if (f) {
+    if (fgets(line, sizeof line, f)) at = strstr(line, "Kernel Module");
+    fclose(f);
+  }
+  if (at) {
+    at += strlen("Kernel Module");
+    at += strspn(at, " \t");
+    const size_t n = strspn(at, "0123456789.");
+    if (n > 0 && n < size) {
+      memcpy(out, at, n);
+      out[n] = '\0';
+      return;
+    }
+  }
+  int api = 0;
+  cudaDriverGetVersion(&api);
+  snprintf(out, size, "API %d", api);
+}
 
 /* The identity a plan cache file is written for: the GPU model, the driver and cuDNN. */
 static void plan_identity(const gpu_context* ctx, char* id, size_t size) {
   struct cudaDeviceProp prop;
-  int driver = 0;
+  char driver[64];
   if (cudaGetDeviceProperties(&prop, ctx->device) != cudaSuccess) prop.name[0] = '\0';
-  cudaDriverGetVersion(&driver);
+  driver_version(driver, sizeof driver);
   prop.name[sizeof prop.name - 1] = '\0';
   for (char* c = prop.name; *c; c++)
     if (*c < 0x20 || *c > 0x7e) *c = '?';
-  snprintf(id, size, "%s sm_%d%d, driver %d, cuDNN %zu", prop.name[0] ? prop.name : "GPU",
+  snprintf(id, size, "%s sm_%d%d, driver %s, cuDNN %zu", prop.name[0] ? prop.name : "GPU",
            prop.name[0] ? prop.major : 0, prop.name[0] ? prop.minor : 0, driver,
            gpu_libs.cudnnGetVersion());
 }
@@ -204,50 +234,61 @@ static int plan_cache_applies(const gpu_context* ctx, const char* path, char (*i
   return 1;
 }
 
-void gpu_plan_cache_read(const gpu_context* ctx, const char* path, char* note,
-                         size_t note_size) {
+/* Never trusted: an implicit GEMM and a math type cuDNN knows (usable() still checks every
+   bucket). */
+static int cached_choice_ok(const plan_entry* e) {
+  return (e->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+          e->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) &&
+         (e->math == CUDNN_DEFAULT_MATH || e->math == CUDNN_TENSOR_OP_MATH ||
+          e->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || e->math == CUDNN_FMA_MATH);
+}
+
+void gpu_plan_cache_read(gpu_context* ctx, const char* path, char* note, size_t note_size) {
   char id[PLAN_ID_MAX];
+  ctx->plan_cache_fits = 0;
   if (!plan_cache_applies(ctx, path, &id, note)) return;
   static plan_entry entries[PLAN_MAX];
   pthread_mutex_lock(&conv_choice_lock);
   if (strcmp(plan_cache_taken, path) != 0 && strlen(path) < sizeof plan_cache_taken) {
     strcpy(plan_cache_taken, path);
-    int count = 0, taken = 0;
+    int count = 0;
+    cached_count = 0;
     if (plan_cache_read(path, id, entries, PLAN_MAX, &count, note, note_size) == 1) {
-      for (int i = 0; i < count && conv_choice_count < MAX_CONV_CHOICES; i++) {
-        /* never trusted: an implicit GEMM and a math type cuDNN knows, else skipped (and
-           usable() still checks every bucket) */
-        const int algo = entries[i].algo, math = entries[i].math;
-        if ((algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM &&
-             algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) ||
-            (math != CUDNN_DEFAULT_MATH && math != CUDNN_TENSOR_OP_MATH &&
-             math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && math != CUDNN_FMA_MATH))
-          continue;
-        conv_choice c = {.key = {ctx->choice_device},
-                         .algo = (cudnnConvolutionFwdAlgo_t)algo,
-                         .math = (cudnnMathType_t)math, .ms = entries[i].ms, .from_cache = 1,
-                         .measured = 1};
-        memcpy(c.key + 1, entries[i].key, sizeof entries[i].key);
-        int known = 0;
-        for (int k = 0; k < conv_choice_count && !known; k++)
-          known = memcmp(conv_choices[k].key, c.key, sizeof c.key) == 0;
-        if (!known) conv_choices[conv_choice_count++] = c, taken++;
-      }
-      snprintf(note, note_size, "plan cache %s: %d of its %d choices taken", path, taken, count);
+      for (int i = 0; i < count; i++)
+        if (cached_choice_ok(&entries[i])) cached[cached_count++] = entries[i];
+      snprintf(cached_id, sizeof cached_id, "%s", id);
+      snprintf(note, note_size, "plan cache %s: %d choices read", path, cached_count);
     }
   }
+  ctx->plan_cache_fits = cached_count > 0 && strcmp(cached_id, id) == 0;
   pthread_mutex_unlock(&conv_choice_lock);
+}
+
+/* The plan cache's choice for key (the device's first) into *c, where it holds one that ctx
+   may take; under conv_choice_lock. */
+static int cached_choice(const gpu_context* ctx, const int* key, conv_choice* c) {
+  if (!ctx->plan_cache_fits || ctx->plan != TTP_PLAN_MEASURE) return 0;
+  for (int i = 0; i < cached_count; i++)
+    if (memcmp(cached[i].key, key + 1, sizeof cached[i].key) == 0) {
+      memcpy(c->key, key, sizeof c->key);
+      c->algo = (cudnnConvolutionFwdAlgo_t)cached[i].algo;
+      c->math = (cudnnMathType_t)cached[i].math;
+      c->ms = cached[i].ms, c->from_cache = 1, c->measured = 1;
+      return 1;
+    }
+  return 0;
 }
 
 void gpu_plan_cache_write(const gpu_context* ctx, const char* path, char* note,
                           size_t note_size) {
   char id[PLAN_ID_MAX];
   if (!plan_cache_applies(ctx, path, &id, note)) return;
-  static plan_entry entries[MAX_CONV_CHOICES];
+  static plan_entry entries[PLAN_MAX];
   pthread_mutex_lock(&conv_choice_lock);
   if (conv_choices_unsaved) {
+    /* this device's measured choices, then the file's others (when it was this identity's) */
     int count = 0;
-    for (int i = 0; i < conv_choice_count; i++)
+    for (int i = 0; i < conv_choice_count && count < PLAN_MAX; i++)
       if (conv_choices[i].key[0] == ctx->choice_device && conv_choices[i].measured) {
         memcpy(entries[count].key, conv_choices[i].key + 1, sizeof entries[count].key);
         entries[count].algo = (int)conv_choices[i].algo;
@@ -255,7 +296,19 @@ void gpu_plan_cache_write(const gpu_context* ctx, const char* path, char* note,
         entries[count].ms = conv_choices[i].ms;
         count++;
       }
-    if (plan_cache_write(path, id, entries, count, note, note_size) == 0) conv_choices_unsaved = 0;
+    const int mine = count;
+    for (int i = 0; i < cached_count && count < PLAN_MAX && strcmp(cached_id, id) == 0; i++) {
+      int known = 0;
+      for (int k = 0; k < mine && !known; k++)
+        known = memcmp(entries[k].key, cached[i].key, sizeof cached[i].key) == 0;
+      if (!known) entries[count++] = cached[i];
+    }
+    if (plan_cache_write(path, id, entries, count, note, note_size) == 0) {
+      conv_choices_unsaved = 0;
+      memcpy(cached, entries, (size_t)count * sizeof *entries);
+      cached_count = count;
+      snprintf(cached_id, sizeof cached_id, "%s", id);
+    }
   }
   pthread_mutex_unlock(&conv_choice_lock);
 }
@@ -475,7 +528,9 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
       pick = conv_choices[i];
       remembered = 1;
     }
-  if (!remembered) {
+  if (!remembered && cached_choice(ctx, pick.key, &pick)) {
+    if (conv_choice_count < MAX_CONV_CHOICES) conv_choices[conv_choice_count++] = pick;
+  } else if (!remembered) {
     s = find_conv_algo(ctx, L, &pick, e);
     pick.measured = ctx->plan == TTP_PLAN_MEASURE;
     if (s == TTP_OK && conv_choice_count < MAX_CONV_CHOICES) {

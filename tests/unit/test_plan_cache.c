@@ -1,6 +1,7 @@
 /* The plan cache's file (pipeline/plan_cache.h):
      - 37 random entries (odd keys, negative ones too, times of every size) written and read
-       back are the same, bit for bit; an empty cache too; a missing file reads as absent, with
+       back are the same, bit for bit; subnormal times too; an empty cache too; the writer
+       refuses an entry the reader would (a key past 1e9, a NaN time); a missing file reads as absent, with
        no note; the write makes the missing directories above the file and leaves no temporary
        file beside it;
      - ignored with a one-line note naming the file, and no entries: every cut of a valid file
@@ -10,6 +11,7 @@
        entry count past the caller's room, random bytes, and a directory in place of the
        file;
      - the default path: $XDG_CACHE_HOME's when absolute, else $HOME/.cache's, else none. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -68,6 +70,22 @@ int main(void) {
   snprintf(temp, sizeof temp, "%s.%ld.tmp", path, (long)getpid());
   struct stat st;
   CHECK(stat(temp, &st) != 0, "a temporary file is left: %s", temp);
+  /* a subnormal time reads back (strtof's ERANGE), and the writer refuses what the reader
+     would: a key past 1e9, a NaN time */
+  plan_entry odd[2];
+  random_entries(&rng, odd, 2);
+  odd[0].ms = 0x1p-149f, odd[1].ms = 0x1p-130f;
+  char tiny[1024];
+  snprintf(tiny, sizeof tiny, "%s/tiny", dir);
+  CHECK(plan_cache_write(tiny, kId, odd, 2, note, sizeof note) == 0, "%s", note);
+  CHECK(plan_cache_read(tiny, kId, got, 64, &count, note, sizeof note) == 1 && count == 2 &&
+            got[0].ms == 0x1p-149f && got[1].ms == 0x1p-130f,
+        "subnormal times: %d entries (%s)", count, note);
+  odd[1].key[3] = 1000000001;
+  CHECK(plan_cache_write(tiny, kId, odd, 2, note, sizeof note) == -1 && strstr(note, "ranges"),
+        "a key past 1e9 written: %s", note);
+  odd[1].key[3] = 5, odd[1].ms = NAN;
+  CHECK(plan_cache_write(tiny, kId, odd, 2, note, sizeof note) == -1, "a NaN time written");
   char empty[1024];
   snprintf(empty, sizeof empty, "%s/empty", dir);
   CHECK(plan_cache_write(empty, kId, want, 0, note, sizeof note) == 0, "%s", note);
