@@ -26,7 +26,12 @@ static ttp_status capture(int slot, int bucket, graph_enqueue_fn enqueue, void* 
   cudaGraphDestroy(graph);
   if (inst != cudaSuccess)
     return ERR(e, TTP_ERR_CUDA, "cudaGraphInstantiate: %s", cudaGetErrorString(inst));
-  CUDA_TRY(e, cudaGraphUpload(*exec, stream));
+  const cudaError_t up = cudaGraphUpload(*exec, stream);
+  if (up != cudaSuccess) {
+    cudaGraphExecDestroy(*exec);
+    *exec = NULL;
+    return ERR(e, TTP_ERR_CUDA, "cudaGraphUpload: %s", cudaGetErrorString(up));
+  }
   return TTP_OK;
 }
 
@@ -35,38 +40,59 @@ static void destroy_graphs(graph_set* g) {
   for (int i = 0; i < g->slots * g->buckets; i++)
     if (g->exec[i]) cudaGraphExecDestroy(g->exec[i]);
   free(g->exec);
+  free(g->failed);
   g->exec = NULL;
+  g->failed = NULL;
   g->replaying = 0;
 }
 
-ttp_status graph_set_build(graph_set* g, int slots, int buckets, int use_graph,
+ttp_status graph_set_build(graph_set* g, int slots, int buckets, int mode,
                            graph_enqueue_fn enqueue, void* ctx, cudaStream_t stream, ttp_err* e) {
   *g = (graph_set){.slots = slots, .buckets = buckets};
   for (int b = 0; b < buckets; b++) TRY(enqueue(ctx, 0, b, stream, e));
   CUDA_TRY(e, cudaStreamSynchronize(stream));
-  if (!use_graph) {
+  if (mode == GRAPH_EAGER) {
     snprintf(g->reason, sizeof g->reason, "eager launches, as asked (no graph)");
     return TTP_OK;
   }
   g->exec = calloc((size_t)slots * buckets, sizeof *g->exec);
   if (!g->exec) return ERR_NOMEM(e, (size_t)slots * buckets * sizeof *g->exec);
   g->replaying = 1;
+  if (mode == GRAPH_LAZY) {
+    g->lazy = 1;
+    g->failed = calloc((size_t)slots * buckets, 1);
+    if (!g->failed) {
+      destroy_graphs(g);
+      return ERR_NOMEM(e, (size_t)slots * buckets);
+    }
+    return TTP_OK;
+  }
   for (int slot = 0; slot < slots && g->replaying; slot++)
     for (int b = 0; b < buckets && g->replaying; b++) {
       ttp_err why = {0};
       if (capture(slot, b, enqueue, ctx, stream, &g->exec[slot * buckets + b], &why) != TTP_OK) {
         destroy_graphs(g);
-        snprintf(g->reason, sizeof g->reason, "eager launches: capture failed: %.300s", why.message);
+        snprintf(g->reason, sizeof g->reason, "eager launches: capture failed: %.300s",
+                 why.message);
       }
     }
   CUDA_TRY(e, cudaStreamSynchronize(stream));
   return TTP_OK;
 }
 
-ttp_status graph_set_launch(const graph_set* g, int slot, int bucket, graph_enqueue_fn enqueue,
+ttp_status graph_set_launch(graph_set* g, int slot, int bucket, graph_enqueue_fn enqueue,
                             void* ctx, cudaStream_t stream, ttp_err* e) {
   if (!g->replaying) return enqueue(ctx, slot, bucket, stream, e);
-  CUDA_TRY(e, cudaGraphLaunch(g->exec[slot * g->buckets + bucket], stream));
+  const int i = slot * g->buckets + bucket;
+  if (g->lazy && !g->exec[i]) {
+    ttp_err why = {0};
+    if (g->failed[i] || capture(slot, bucket, enqueue, ctx, stream, &g->exec[i], &why) != TTP_OK) {
+      g->failed[i] = 1; /* this pair eagerly from now on: the same enqueue, the same bits */
+      g->exec[i] = NULL;
+      return enqueue(ctx, slot, bucket, stream, e);
+    }
+  }
+  CUDA_TRY(e, cudaGraphLaunch(g->exec[i], stream));
   return TTP_OK;
 }
 

@@ -481,7 +481,10 @@ static void describe(gpu_runner* r, const char* device_name) {
   wait_phrase(r, wait, sizeof wait);
   if (n > 0 && (size_t)n < sizeof r->description)
     snprintf(r->description + n, sizeof r->description - n, ", %d slots, %s, %s%s%s",
-             r->cfg.slots, r->graphs.replaying ? "CUDA Graphs replayed" : r->graphs.reason,
+             r->cfg.slots,
+             !r->graphs.replaying ? r->graphs.reason
+             : r->graphs.lazy     ? "CUDA Graphs replayed, each captured on its first batch"
+                                  : "CUDA Graphs replayed",
              wait, details[0] ? "; " : "", details);
 }
 

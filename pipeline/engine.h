@@ -33,6 +33,9 @@ typedef atomic_int engine_cancel_flag;
 #endif
 
 /* What an engine is opened with: the checked options of ttp_open. */
+/* How a GPU engine uses CUDA Graphs (engine_config.use_graph, graph/graph.h). */
+enum { GRAPH_EAGER = 0, GRAPH_AT_PLAN = 1, GRAPH_LAZY = 2 };
+
 typedef struct engine_config {
   int threads;             /* CPU engines: worker threads */
   int device;              /* GPU engines: CUDA device index */
@@ -44,7 +47,9 @@ typedef struct engine_config {
   ttp_precision precision; /* GPU engines */
   int max_batch;           /* GPU engines: images per batch */
   int slots;               /* GPU engines: pinned slots in the ring */
-  int use_graph;           /* GPU engines: replay CUDA Graphs (else eager launches) */
+  int use_graph;           /* GPU engines: GRAPH_EAGER (launches), GRAPH_AT_PLAN (every
+                              (slot, bucket)'s CUDA Graph captured at open) or GRAPH_LAZY (each
+                              on its first batch): graph/graph.h */
   ttp_wait wait;           /* GPU engines: how collecting a batch waits (ttapipe.h) */
   ttp_plan plan;           /* cudnn engine: how it chooses convolution algorithms (ttapipe.h) */
   const char* plan_cache;  /* cudnn engine: the plan cache file (plan_cache.h), or NULL */

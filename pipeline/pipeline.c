@@ -196,7 +196,9 @@ static engine_config config_of(const ttp_pipeline* p) {
       .precision = p->options.precision,
       .max_batch = p->options.max_batch,
       .slots = p->options.slots,
-      .use_graph = !p->options.no_graph,
+      .use_graph = p->options.no_graph     ? GRAPH_EAGER
+                   : p->options.lazy_graphs ? GRAPH_LAZY
+                                            : GRAPH_AT_PLAN,
       .wait = p->options.wait,
       .plan = p->options.plan,
       .plan_cache = p->plan_cache[0] ? p->plan_cache : NULL,

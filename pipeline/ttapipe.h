@@ -328,13 +328,19 @@ typedef struct ttp_options {
                              $XDG_CACHE_HOME/ttapipe/plans, else $HOME/.cache/ttapipe/plans
                              (none where neither is set); "": no cache. Read during ttp_open
                              only. */
+  int lazy_graphs;       /* GPU engines with graphs: 1 = capture each (slot, bucket)'s CUDA Graph
+                            when its first batch runs, so that a job that uses few buckets opens
+                            without capturing the others (the call that runs a pair's first
+                            batch then allocates its graph); 0 (default): every graph at
+                            ttp_open, so that no later call allocates. The same bits either
+                            way. */
 } ttp_options;
 
 /* Fills o with the defaults and sets o->struct_size. Call it before setting any field. */
 void ttp_options_init(ttp_options* o);
 
 /* Loads and checks the model and prepares the engine: everything that allocates happens here,
-   none of it in ttp_classify.
+   none of it in ttp_classify (but a pair's CUDA Graph with lazy_graphs).
    *out receives a pipeline even when opening fails (it is NULL only if the pipeline itself could
    not be allocated), so that ttp_last_error can say why; call ttp_close on it in every case.
    Returns TTP_OK; TTP_ERR_INVALID_ARGUMENT for bad options (a TTA field out of its range

@@ -89,11 +89,13 @@ int cli_get_precision(const cli_args* a, ttp_precision* p);
 int cli_get_devices(const cli_args* a, int* devices, int* count);
 
 /* What a subcommand opens its pipeline with where the arguments say nothing: slots (--slots)
-   and batch (--batch), 0 for the library's defaults; the plan (--plan); the device (--device). */
+   and batch (--batch), 0 for the library's defaults; the plan (--plan); the device (--device);
+   and whether its graphs are captured on each bucket's first batch (ttp_options.lazy_graphs). */
 typedef struct cli_pipeline_defaults {
   int slots, batch;
   ttp_plan plan;
   int device;
+  int lazy_graphs;
 } cli_pipeline_defaults;
 
 /* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with d's defaults where the arguments

@@ -480,7 +480,10 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
                                .slots = small ? 2 : CLASSIFY_SLOTS,
                                .batch = small ? (int)known : 0,
                                .plan = job->size > 1 ? TTP_PLAN_HEURISTIC : TTP_PLAN_MEASURE,
-                               .device = gpus ? job->local_rank % gpus : 0},
+                               .device = gpus ? job->local_rank % gpus : 0,
+                               /* a directory's files are not counted before it opens: the
+                                  graphs of the buckets its batches use, on their first batch */
+                               .lazy_graphs = 1},
                            &p, &tta);
   const double opened = cli_now();
   pthread_mutex_lock(&pr->lock);

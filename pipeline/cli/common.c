@@ -176,6 +176,7 @@ static int open_pipeline(const cli_args* a, cli_pipeline_defaults d, const ttp_t
   o.device = (int)device;
   o.devices = devices, o.device_count = device_count;
   o.no_graph = cli_flag(a, "no-graph");
+  o.lazy_graphs = d.lazy_graphs;
   o.wait = (ttp_wait)wait;
   o.plan = (ttp_plan)plan;
   const char* cache = cli_get(a, "plan-cache");

@@ -16,8 +16,9 @@
 // two channels a store. ldmatrix moves 16-bit pairs, so on fp32 values it hands each lane whole
 // words: row lane / 4, word lane % 4 of each 8 x 16-byte matrix, which is the TF32 mma's A
 // fragment as it is for fp16's. A k-step is 32 bytes of channels in both, and so are the
-// B fragments' 512 bytes a pair of n-tiles and the addressing of the window. The window's 16-byte chunks are XOR-swizzled within each 128-byte line, so that the
-// eight rows an ldmatrix phase reads lie in eight different bank groups.
+// B fragments' 512 bytes a pair of n-tiles and the addressing of the window. The window's
+// 16-byte chunks are XOR-swizzled within each 128-byte line, so that the eight rows an ldmatrix
+// phase reads lie in eight different bank groups.
 #include <cuda_fp16.h>
 
 #include <string.h>
@@ -376,7 +377,8 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
 
 template <typename T, int KT>
 cudaError_t launch(const void* x, const void* w, const float* bias, const void* z, void* y,
-                   const gpu_conv_shape& s, const conv_plan& pl, gpu_clamp clamp, cudaStream_t stream) {
+                   const gpu_conv_shape& s, const conv_plan& pl, gpu_clamp clamp,
+                   cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (pl.shared > (48 << 10))
     err = cudaFuncSetAttribute(conv_nhwc_kernel<T, KT>,
@@ -402,7 +404,8 @@ cudaError_t launch(const void* x, const void* w, const float* bias, const void* 
 
 template <typename T>
 cudaError_t launch(const void* x, const void* w, const float* bias, const void* z, void* y,
-                   const gpu_conv_shape& s, const conv_plan& pl, gpu_clamp clamp, cudaStream_t stream) {
+                   const gpu_conv_shape& s, const conv_plan& pl, gpu_clamp clamp,
+                   cudaStream_t stream) {
   switch (pl.kt) {
     case 64: return launch<T, 64>(x, w, bias, z, y, s, pl, clamp, stream);
     case 48: return launch<T, 48>(x, w, bias, z, y, s, pl, clamp, stream);

@@ -429,8 +429,9 @@ static int own_conv_suits(const gpu_context* ctx, const gpu_layer* L) {
 }
 
 /* One of ttapipe's own kernels for convolution L: its weights, laid out for the kernel in
-   host floats (count of them), go up in the engine's type and are freed; its bias goes up in fp32 (the
-   kernels add it to their fp32 sums); `what` names the kernel in the layer's details. */
+   host floats (count of them), go up in the engine's type and are freed; its bias goes up in
+   fp32 (the kernels add it to their fp32 sums); `what` names the kernel in the layer's
+   details. */
 static ttp_status own_conv_upload(gpu_context* ctx, gpu_layer* L, float* weights, size_t count,
                                   const char* what, ttp_err* e) {
   const model_layer* l = L->l;
@@ -558,8 +559,9 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   if (workspace > ctx->conv_workspace_size) ctx->conv_workspace_size = workspace;
   /* The bias, the residual and the ReLU in cuDNN's fused call (one pass over the output instead
      of two) where it takes them: it needs a bias, applies no clamp but the ReLU, and runs the
-     identity activation with the precomputed implicit GEMM alone. Not for grouped convolutions, which it ran slower than the
-     convolution and ttapipe's epilogue (BENCHMARKS.md). In fp16 it rounds differently at
+     identity activation with the precomputed implicit GEMM alone. Not for grouped
+     convolutions, which it ran slower than the convolution and ttapipe's epilogue
+     (BENCHMARKS.md). In fp16 it rounds differently at
      another batch size (seen on a LeNet-shaped chain): a chain, whose rows keep their bits in
      every batch, keeps the epilogue kernel there; graph networks in fp16 are held to the
      tolerance across batch sizes already. */

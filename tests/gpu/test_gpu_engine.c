@@ -1,7 +1,8 @@
 /* A GPU engine (cudnn or fused) against the CPU reference, with test-time augmentation (N = 5):
      - merged probabilities within 1e-4 (fp32) and 1e-2 (fp16) of the CPU engine's, and the same
        class wherever the CPU's top-two margin exceeds that tolerance;
-     - graph replay and eager launches give the same bits;
+     - graph replay and eager launches give the same bits, and graphs captured on each (slot,
+       bucket)'s first batch (lazy_graphs) the same as those captured at open;
      - the results do not change with the batch size, the bucket, the number of slots or the way
        calls wait (the same bits whether an image goes through in a batch of 1024, of 37 or
        alone);
@@ -25,6 +26,7 @@ typedef struct run_spec {
   int max_batch, slots, no_graph;
   ttp_merge merge;
   ttp_wait wait;
+  int lazy; /* lazy_graphs: each (slot, bucket)'s graph captured on its first batch */
 } run_spec;
 
 typedef struct outputs {
@@ -52,6 +54,7 @@ static outputs classify(run_spec r, size_t n, size_t per_call) {
   o.slots = r.slots;
   o.no_graph = r.no_graph;
   o.wait = r.wait;
+  o.lazy_graphs = r.lazy;
   o.tta = &tta;
   ttp_pipeline* p = NULL;
   CHECK(ttp_open(&o, &p) == TTP_OK, "%s", ttp_last_error(p));
@@ -145,14 +148,15 @@ static void alternating_models(ttp_engine engine) {
     CHECK(dirs[k], "out of memory");
     fixture_model_dir(dirs[k], 100 + (uint64_t)k);
     model_dir = dirs[k];
-    run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO};
+    run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0,
+                    TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0};
     want[k] = classify(cpu, 64, 0);
   }
   outputs first[4];
   for (int round = 0; round < 16; round++) {
     model_dir = dirs[round % 2];
     const ttp_precision precision = round / 2 % 2 ? TTP_PRECISION_FP32 : TTP_PRECISION_FP16;
-    run_spec r = {engine, precision, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO};
+    run_spec r = {engine, precision, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0};
     outputs got = classify(r, 64, 0);
     char what[96];
     snprintf(what, sizeof what, "models in turn, round %d (model %c, %s), vs %s", round,
@@ -207,8 +211,8 @@ int main(int argc, char** argv) {
   }
   classes = 10;
 
-  run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO};
-  run_spec fp32 = {engine, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO};
+  run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0};
+  run_spec fp32 = {engine, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0};
   run_spec fp16 = fp32;
   fp16.precision = TTP_PRECISION_FP16;
   outputs ref = classify(cpu, count, 0);
@@ -245,6 +249,13 @@ int main(int argc, char** argv) {
     snprintf(what, sizeof what, "%s, calls of 333 in batches of 64, vs batch 1024", name);
     expect_identical(what, odd, graph, 1000);
     release(odd);
+    run_spec lazy = ring; /* each (slot, bucket) captured on its first batch, mid-run */
+    lazy.lazy = 1;
+    outputs late = classify(lazy, 1000, 333);
+    snprintf(what, sizeof what, "%s, graphs captured on first use, calls of 333, vs batch 1024",
+             name);
+    expect_identical(what, late, graph, 1000);
+    release(late);
     /* Every way of waiting: one image per call (the latency path; spin with eager launches, so
        that a poll's "not ready" left behind would fail the next launch's check) and calls of
        1500 images (batches of 1024 and 476 through the copy streams). */

@@ -1,9 +1,9 @@
 /* The plan cache's file (pipeline/plan_cache.h):
      - 37 random entries (odd keys, negative ones too, times of every size) written and read
        back are the same, bit for bit; subnormal times too; an empty cache too; the writer
-       refuses an entry the reader would (a key past 1e9, a NaN time); a missing file reads as absent, with
-       no note; the write makes the missing directories above the file and leaves no temporary
-       file beside it;
+       refuses an entry the reader would (a key past 1e9, a NaN time); a missing file reads as
+       absent, with no note; the write makes the missing directories above the file and leaves
+       no temporary file beside it;
      - ignored with a one-line note naming the file, and no entries: every cut of a valid file
        of 5 entries (each length from 0 to its size less one), each byte of it changed (one bit
        flipped), another version's first line, another identity (the note names both), bytes
@@ -134,7 +134,8 @@ int main(void) {
   test_write_file(bad, other, size + 2);
   expect_ignored("bytes after the end", bad, NULL);
   free(other);
-  const char* entries[] = {"conv 1 2 3\n", "conv 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 1 2 3 4\n",
+  const char* entries[] = {"conv 1 2 3\n",
+                           "conv 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 1 2 3 4\n",
                            "conv 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 1 2 nan\n"};
   for (int i = 0; i < 3; i++) {
     char body[600];
