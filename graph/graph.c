@@ -8,11 +8,19 @@
 
 #include "../pipeline/cuda_check.h"
 
+/* A capture's failure: the reason into e, and CUDA's last error cleared, so that the eager
+   launch that follows does not take it for its own. */
+static ttp_status capture_failed(ttp_err* e, const char* call, cudaError_t err) {
+  cudaGetLastError();
+  return ERR(e, TTP_ERR_CUDA, "%s: %s", call, cudaGetErrorString(err));
+}
+
 /* Captures one graph; on failure returns a non-OK status with the reason in e. */
 static ttp_status capture(int slot, int bucket, graph_enqueue_fn enqueue, void* ctx,
                           cudaStream_t stream, cudaGraphExec_t* exec, ttp_err* e) {
   cudaGraph_t graph = NULL;
-  CUDA_TRY(e, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const cudaError_t begin = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  if (begin != cudaSuccess) return capture_failed(e, "cudaStreamBeginCapture", begin);
   ttp_status s = enqueue(ctx, slot, bucket, stream, e);
   cudaError_t end = cudaStreamEndCapture(stream, &graph); /* always end what was begun */
   if (s != TTP_OK) {
@@ -20,17 +28,18 @@ static ttp_status capture(int slot, int bucket, graph_enqueue_fn enqueue, void* 
     cudaGetLastError();
     return s;
   }
-  if (end != cudaSuccess)
-    return ERR(e, TTP_ERR_CUDA, "cudaStreamEndCapture: %s", cudaGetErrorString(end));
+  if (end != cudaSuccess) return capture_failed(e, "cudaStreamEndCapture", end);
   cudaError_t inst = cudaGraphInstantiate(exec, graph, 0);
   cudaGraphDestroy(graph);
-  if (inst != cudaSuccess)
-    return ERR(e, TTP_ERR_CUDA, "cudaGraphInstantiate: %s", cudaGetErrorString(inst));
+  if (inst != cudaSuccess) {
+    *exec = NULL;
+    return capture_failed(e, "cudaGraphInstantiate", inst);
+  }
   const cudaError_t up = cudaGraphUpload(*exec, stream);
   if (up != cudaSuccess) {
     cudaGraphExecDestroy(*exec);
     *exec = NULL;
-    return ERR(e, TTP_ERR_CUDA, "cudaGraphUpload: %s", cudaGetErrorString(up));
+    return capture_failed(e, "cudaGraphUpload", up);
   }
   return TTP_OK;
 }
@@ -80,18 +89,24 @@ ttp_status graph_set_build(graph_set* g, int slots, int buckets, int mode,
   return TTP_OK;
 }
 
+void graph_set_prepare(graph_set* g, int slot, int bucket, graph_enqueue_fn enqueue, void* ctx,
+                       cudaStream_t stream) {
+  if (!g->replaying || !g->lazy) return;
+  const int i = slot * g->buckets + bucket;
+  if (g->exec[i] || g->failed[i]) return;
+  ttp_err why = {0};
+  if (capture(slot, bucket, enqueue, ctx, stream, &g->exec[i], &why) != TTP_OK) {
+    g->failed[i] = 1; /* this pair eagerly from now on: the same enqueue, the same bits */
+    g->exec[i] = NULL;
+  }
+}
+
 ttp_status graph_set_launch(graph_set* g, int slot, int bucket, graph_enqueue_fn enqueue,
                             void* ctx, cudaStream_t stream, ttp_err* e) {
   if (!g->replaying) return enqueue(ctx, slot, bucket, stream, e);
   const int i = slot * g->buckets + bucket;
-  if (g->lazy && !g->exec[i]) {
-    ttp_err why = {0};
-    if (g->failed[i] || capture(slot, bucket, enqueue, ctx, stream, &g->exec[i], &why) != TTP_OK) {
-      g->failed[i] = 1; /* this pair eagerly from now on: the same enqueue, the same bits */
-      g->exec[i] = NULL;
-      return enqueue(ctx, slot, bucket, stream, e);
-    }
-  }
+  graph_set_prepare(g, slot, bucket, enqueue, ctx, stream);
+  if (!g->exec[i]) return enqueue(ctx, slot, bucket, stream, e); /* its capture failed */
   CUDA_TRY(e, cudaGraphLaunch(g->exec[i], stream));
   return TTP_OK;
 }

@@ -43,6 +43,12 @@ typedef struct graph_set {
 ttp_status graph_set_build(graph_set* g, int slots, int buckets, int mode,
                            graph_enqueue_fn enqueue, void* ctx, cudaStream_t stream, ttp_err* e);
 
+/* Lazily: captures (slot, bucket)'s graph where it has none yet (a failure: the pair eager from
+   then on); nothing otherwise. Callers that time a launch call it first, so that the capture
+   is not counted as the batch's time. */
+void graph_set_prepare(graph_set* g, int slot, int bucket, graph_enqueue_fn enqueue, void* ctx,
+                       cudaStream_t stream);
+
 /* Launches the batch of (slot, bucket) on stream: its graph (captured first, lazily, when it is
    the pair's first batch), or the enqueue function. */
 ttp_status graph_set_launch(graph_set* g, int slot, int bucket, graph_enqueue_fn enqueue,

@@ -170,6 +170,8 @@ static ttp_status submit_on_device(gpu_runner* r, int s, size_t count, int timed
   const int fault = gpu_fault_batch >= 0 && gpu_fault_batch-- == 0;
   slot->timed = timed;
   slot->direct = direct(r, bucket);
+  /* a lazy graph's capture before the timing events: not the batch's time */
+  graph_set_prepare(&r->graphs, s, bucket, enqueue_slot, r, r->stream);
   if (slot->direct) {
     TRACE_PUSH("launch batch (latency path)");
     ttp_status st = submit_direct(r, slot, s, bucket, timed, fault, e);
@@ -350,6 +352,7 @@ static ttp_status bench_on_device(gpu_runner* r, const uint8_t* images, size_t c
           return before its data lands, and the legacy stream does not order ours). */
     CUDA_TRY(e, cudaMemcpyAsync(slot->dev_in, images, count * r->pixels, cudaMemcpyHostToDevice,
                                 r->stream));
+  graph_set_prepare(&r->graphs, 0, bucket, enqueue_slot, r, r->stream);
   for (int k = 0; k < replays; k++) {
     float t = 0;
     CUDA_TRY(e, cudaEventRecord(slot->t_begin, r->stream));

@@ -11,6 +11,7 @@
 #include "../../graph/runner.h"
 #include "../../model/plan.h"
 #include "../engine.h"
+#include "../plan_cache.h"
 #include "conv_kernels.h"
 
 /* One model layer on the GPU. Tensor descriptors and matrix layouts exist per bucket, because
@@ -68,7 +69,9 @@ typedef struct gpu_context {
   int device;
   int choice_device; /* whose remembered algorithm choices it takes (engine_config) */
   ttp_plan plan;                /* how convolution algorithms are chosen */
-  int plan_cache_fits;          /* the plan cache read is this device's (gpu_plan_cache_read) */
+  char plan_cache_id[PLAN_ID_MAX]; /* the plan cache identity of its device ("" where no cache
+                                   applies), gpu_plan_cache_read's: its layers take the cache's
+                                   choices while that is the table's */
   void* conv_workspace;         /* shared by every convolution; sized at plan */
   size_t conv_workspace_size;
   void* gemm_workspace;
@@ -119,9 +122,9 @@ void gpu_layer_destroy(gpu_layer* L);
 /* The plan cache (plan_cache.h) beside the process's remembered convolution choices, for the
    context's device (with TTP_PLAN_MEASURE; nothing otherwise). gpu_plan_cache_read reads the
    file (once a process and file), says in note (note_size bytes) what it did (how many choices
-   it read, why it ignored the file, or "": nothing), and sets ctx->plan_cache_fits where the
-   file's identity is the context's device's: its layers then take the file's choices where
-   they have none remembered, instead of searching. gpu_plan_cache_write writes the device's
+   it read, why it ignored the file, or "": nothing), and sets ctx->plan_cache_id: while the
+   table read holds that identity's choices, its layers take them where they have none
+   remembered, instead of searching. gpu_plan_cache_write writes the device's
    choices and the file's others back when any was searched since, its note "" or why it could
    not. Neither fails the pipeline: a cache is only ever a shortcut. */
 void gpu_plan_cache_read(gpu_context* ctx, const char* path, char* note, size_t note_size);

@@ -185,25 +185,29 @@ static int cached_count;
 static char cached_id[PLAN_ID_MAX];
 static pthread_mutex_t conv_choice_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The installed NVIDIA driver's version ("580.159.04"), from the kernel module's own line, into
-   out; the CUDA driver API's version where that is unreadable. */
+/* The installed NVIDIA driver's version ("580.159.04") into out: the kernel module's
+   (/sys/module/nvidia/version), else the first dotted number after "Module" in
+   /proc/driver/nvidia/version (the proprietary module's line and the open one's, "Open Kernel
+   Module for x86_64  580.159.04 ..."), else the CUDA driver API's version. */
 static void driver_version(char* out, size_t size) {
   char line[256] = "";
-  FILE* f = fopen("/proc/driver/nvidia/version", "r");
   const char* at = NULL;
+  FILE* f = fopen("/sys/module/nvidia/version", "r");
   if (f) {
-    if (fgets(line, sizeof line, f)) at = strstr(line, "Kernel Module");
+    if (fgets(line, sizeof line, f)) at = line;
+    fclose(f);
+  } else if ((f = fopen("/proc/driver/nvidia/version", "r"))) {
+    if (fgets(line, sizeof line, f) && (at = strstr(line, "Module")))
+      while (*at && !(*at >= '0' && *at <= '9' && strspn(at, "0123456789.") > 2 &&
+                      memchr(at, '.', strspn(at, "0123456789."))))
+        at++;
     fclose(f);
   }
-  if (at) {
-    at += strlen("Kernel Module");
-    at += strspn(at, " \t");
-    const size_t n = strspn(at, "0123456789.");
-    if (n > 0 && n < size) {
-      memcpy(out, at, n);
-      out[n] = '\0';
-      return;
-    }
+  const size_t n = at ? strspn(at, "0123456789.") : 0;
+  if (n > 0 && n < size) {
+    memcpy(out, at, n);
+    out[n] = '\0';
+    return;
   }
   int api = 0;
   cudaDriverGetVersion(&api);
@@ -245,8 +249,9 @@ static int cached_choice_ok(const plan_entry* e) {
 
 void gpu_plan_cache_read(gpu_context* ctx, const char* path, char* note, size_t note_size) {
   char id[PLAN_ID_MAX];
-  ctx->plan_cache_fits = 0;
+  ctx->plan_cache_id[0] = '\0';
   if (!plan_cache_applies(ctx, path, &id, note)) return;
+  snprintf(ctx->plan_cache_id, sizeof ctx->plan_cache_id, "%s", id);
   static plan_entry entries[PLAN_MAX];
   pthread_mutex_lock(&conv_choice_lock);
   if (strcmp(plan_cache_taken, path) != 0 && strlen(path) < sizeof plan_cache_taken) {
@@ -260,14 +265,15 @@ void gpu_plan_cache_read(gpu_context* ctx, const char* path, char* note, size_t 
       snprintf(note, note_size, "plan cache %s: %d choices read", path, cached_count);
     }
   }
-  ctx->plan_cache_fits = cached_count > 0 && strcmp(cached_id, id) == 0;
   pthread_mutex_unlock(&conv_choice_lock);
 }
 
 /* The plan cache's choice for key (the device's first) into *c, where it holds one that ctx
-   may take; under conv_choice_lock. */
+   may take (the table is its device's identity's); under conv_choice_lock. */
 static int cached_choice(const gpu_context* ctx, const int* key, conv_choice* c) {
-  if (!ctx->plan_cache_fits || ctx->plan != TTP_PLAN_MEASURE) return 0;
+  if (!ctx->plan_cache_id[0] || ctx->plan != TTP_PLAN_MEASURE ||
+      strcmp(cached_id, ctx->plan_cache_id) != 0)
+    return 0;
   for (int i = 0; i < cached_count; i++)
     if (memcmp(cached[i].key, key + 1, sizeof cached[i].key) == 0) {
       memcpy(c->key, key, sizeof c->key);
