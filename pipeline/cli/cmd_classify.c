@@ -295,8 +295,8 @@ static int resume_from(const char* output, ttp_pipeline* p, ttp_format format, i
 enum { CLASSIFY_SLOTS = 8 };
 
 /* A job's files where their number is known before the pipeline opens (a list, or files named
-   one by one, not directories or tar archives): a job of fewer than a batch of the default
-   size gets one batch of its size and the ring's least slots, so that the GPU engine allocates
+   one by one, not directories or tar archives): a job of fewer than a batch of the library's
+   default size gets one batch of its size and the ring's least slots, so that the GPU engine allocates
    and captures the graphs of that alone, not 8 slots of 1024 images and every bucket up to
    1024 (--batch and --slots still decide when given). 0: not known before the walk. */
 static size_t known_files(const cli_args* a, int listed, size_t listed_count) {
@@ -473,7 +473,9 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
   const int gpus =
       job->size > 1 && !cli_engine_on_host(cli_get(a, "engine")) ? ttp_gpu_count() : 0;
   const size_t known = archives ? 0 : known_files(a, listed, count);
-  const int small = known > 0 && known < 1024;
+  ttp_options library;
+  ttp_options_init(&library); /* its default batch: what a small job is smaller than */
+  const int small = known > 0 && known < (size_t)library.max_batch;
   if (rc == CLI_EXIT_OK)
     rc = cli_open_pipeline(a,
                            (cli_pipeline_defaults){

@@ -124,9 +124,10 @@ void gpu_layer_destroy(gpu_layer* L);
    file (once a process and file), says in note (note_size bytes) what it did (how many choices
    it read, why it ignored the file, or "": nothing), and sets ctx->plan_cache_id: while the
    table read holds that identity's choices, its layers take them where they have none
-   remembered, instead of searching. gpu_plan_cache_write writes the device's
-   choices and the file's others back when any was searched since, its note "" or why it could
-   not. Neither fails the pipeline: a cache is only ever a shortcut. */
+   remembered, instead of searching. gpu_plan_cache_write, on a context that read, writes the
+   device's choices and the file's others back (for ctx->plan_cache_id) when any was searched
+   since, its note "" or why it could not. Neither fails the pipeline: a cache is only ever a
+   shortcut. */
 void gpu_plan_cache_read(gpu_context* ctx, const char* path, char* note, size_t note_size);
 void gpu_plan_cache_write(const gpu_context* ctx, const char* path, char* note,
                           size_t note_size);

@@ -228,16 +228,6 @@ static void plan_identity(const gpu_context* ctx, char* id, size_t size) {
            gpu_libs.cudnnGetVersion());
 }
 
-/* Whether the plan cache applies (a file, and the timed search); the identity into id where it
-   does. Clears the note either way. */
-static int plan_cache_applies(const gpu_context* ctx, const char* path, char (*id)[PLAN_ID_MAX],
-                              char* note) {
-  note[0] = '\0';
-  if (!path || ctx->plan != TTP_PLAN_MEASURE) return 0;
-  plan_identity(ctx, *id, sizeof *id);
-  return 1;
-}
-
 /* Never trusted: an implicit GEMM and a math type cuDNN knows (usable() still checks every
    bucket). */
 static int cached_choice_ok(const plan_entry* e) {
@@ -248,20 +238,19 @@ static int cached_choice_ok(const plan_entry* e) {
 }
 
 void gpu_plan_cache_read(gpu_context* ctx, const char* path, char* note, size_t note_size) {
-  char id[PLAN_ID_MAX];
-  ctx->plan_cache_id[0] = '\0';
-  if (!plan_cache_applies(ctx, path, &id, note)) return;
-  snprintf(ctx->plan_cache_id, sizeof ctx->plan_cache_id, "%s", id);
-  static plan_entry entries[PLAN_MAX];
+  note[0] = ctx->plan_cache_id[0] = '\0';
+  if (!path || ctx->plan != TTP_PLAN_MEASURE) return;
+  plan_identity(ctx, ctx->plan_cache_id, sizeof ctx->plan_cache_id);
   pthread_mutex_lock(&conv_choice_lock);
   if (strcmp(plan_cache_taken, path) != 0 && strlen(path) < sizeof plan_cache_taken) {
     strcpy(plan_cache_taken, path);
     int count = 0;
     cached_count = 0;
-    if (plan_cache_read(path, id, entries, PLAN_MAX, &count, note, note_size) == 1) {
-      for (int i = 0; i < count; i++)
-        if (cached_choice_ok(&entries[i])) cached[cached_count++] = entries[i];
-      snprintf(cached_id, sizeof cached_id, "%s", id);
+    if (plan_cache_read(path, ctx->plan_cache_id, cached, PLAN_MAX, &count, note, note_size) ==
+        1) {
+      for (int i = 0; i < count; i++) /* kept in place where they pass */
+        if (cached_choice_ok(&cached[i])) cached[cached_count++] = cached[i];
+      snprintf(cached_id, sizeof cached_id, "%s", ctx->plan_cache_id);
       snprintf(note, note_size, "plan cache %s: %d choices read", path, cached_count);
     }
   }
@@ -287,8 +276,9 @@ static int cached_choice(const gpu_context* ctx, const int* key, conv_choice* c)
 
 void gpu_plan_cache_write(const gpu_context* ctx, const char* path, char* note,
                           size_t note_size) {
-  char id[PLAN_ID_MAX];
-  if (!plan_cache_applies(ctx, path, &id, note)) return;
+  note[0] = '\0';
+  const char* id = ctx->plan_cache_id; /* gpu_plan_cache_read's: "" where no cache applies */
+  if (!path || !id[0]) return;
   static plan_entry entries[PLAN_MAX];
   pthread_mutex_lock(&conv_choice_lock);
   if (conv_choices_unsaved) {
