@@ -3,7 +3,7 @@
 
    The engine gives one enqueue function that launches a whole batch (augment -> layers ->
    merge) for a (slot, bucket) pair on a stream, launches only. graph_set_build runs it eagerly
-   once per bucket (cuDNN and cuBLAS set up per-stream state on first use), then captures one
+   once per bucket (cuDNN sets up per-stream state on first use), then captures one
    graph per pair on the engine's own non-default stream, instantiates and uploads them: all of
    it at plan time, so replaying allocates nothing. Graph and eager runs execute the same
    enqueue code, so they give the same bits. If any capture fails, the capture is ended, every

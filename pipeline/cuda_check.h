@@ -1,7 +1,7 @@
 /* Checking CUDA runtime calls in library code: CUDA_TRY evaluates the call and, on failure,
    records "file:line: call: CUDA's message" and returns the status from the enclosing function
    (which returns ttp_status; the first argument is its ttp_err*). cudnn/cudnn_check.h does the
-   same for cuDNN and cuBLAS. */
+   same for cuDNN. */
 #ifndef TTP_CUDA_CHECK_H
 #define TTP_CUDA_CHECK_H
 

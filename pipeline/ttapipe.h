@@ -29,7 +29,7 @@
  * CUDA state (GPU engines): ttp_open, ttp_classify and ttp_close make the pipeline's device
  * current while they run and give the calling thread back its own current device before they
  * return. They use that device's primary context and create their own streams, events, cuDNN
- * and cuBLAS handles and memory, all released by ttp_close. The library never calls
+ * handles and memory, all released by ttp_close. The library never calls
  * cudaDeviceReset, cudaDeviceSynchronize or cudaSetDeviceFlags and never touches the caller's
  * streams or memory: its work runs on its own non-blocking streams, ordered by its own events,
  * and it waits on nothing but those events. The one exception is ttp_classify_device, which
@@ -93,7 +93,7 @@ typedef enum ttp_status {
   TTP_ERR_NO_GPU = 6,           /* a GPU is required and there is none (or a CPU-only build) */
   TTP_ERR_CUDA = 7,             /* the CUDA runtime failed */
   TTP_ERR_CUDNN = 8,            /* cuDNN failed */
-  TTP_ERR_CUBLAS = 9,           /* cuBLAS failed */
+  TTP_ERR_CUBLAS = 9,           /* cuBLAS failed (no longer returned: no engine uses it) */
   TTP_ERR_INTERNAL = 10,        /* a state the library should never reach: please report it */
   TTP_ERR_CANCELLED = 11,       /* ttp_cancel stopped the call: what it had finished is kept */
   TTP_ERR_GPU_LOST = 12         /* the GPU failed in a way CUDA cannot recover from within the
@@ -217,7 +217,7 @@ typedef enum ttp_engine {
                            where this build has it, else cpu (the description says why a better
                            one did not open) */
   TTP_ENGINE_CPU = 1,   /* the plain C reference engine; runs everywhere */
-  TTP_ENGINE_CUDNN = 2, /* cuDNN and cuBLAS on a GPU, each batch one CUDA Graph */
+  TTP_ENGINE_CUDNN = 2, /* cuDNN and ttapipe's kernels on a GPU, each batch one CUDA Graph */
   TTP_ENGINE_RESERVED_3 = 3 /* was TTP_ENGINE_NAIVE: NVIDIA's sample's way of driving the
                            layers is a benchmark now (tests/bench/naive.c); ttp_open refuses it,
                            and the value is never reused */,
@@ -346,7 +346,7 @@ void ttp_options_init(ttp_options* o);
    Returns TTP_OK; TTP_ERR_INVALID_ARGUMENT for bad options (a TTA field out of its range
    included); TTP_ERR_IO, TTP_ERR_FORMAT or TTP_ERR_MODEL for the model directory;
    TTP_ERR_NO_GPU for TTP_ENGINE_CUDNN without a usable GPU (or in a CPU-only build);
-   TTP_ERR_CUDA, TTP_ERR_CUDNN, TTP_ERR_CUBLAS; TTP_ERR_OUT_OF_MEMORY. */
+   TTP_ERR_CUDA, TTP_ERR_CUDNN; TTP_ERR_OUT_OF_MEMORY. */
 ttp_status ttp_open(const ttp_options* options, ttp_pipeline** out);
 
 /* Releases everything the pipeline holds. Accepts NULL and pipelines whose ttp_open failed. */

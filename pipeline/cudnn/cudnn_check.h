@@ -1,5 +1,4 @@
-/* CUDNN_TRY and CUBLAS_TRY: as CUDA_TRY (cuda_check.h), for cuDNN and cuBLAS(Lt) calls (through
-   gpu_libs, dnn_libs.h). */
+/* CUDNN_TRY: as CUDA_TRY (cuda_check.h), for cuDNN's calls (through gpu_libs, dnn_libs.h). */
 #ifndef TTP_CUDNN_CHECK_H
 #define TTP_CUDNN_CHECK_H
 
@@ -13,12 +12,5 @@
       return ERR((e), TTP_ERR_CUDNN, "%s: %s", #call, gpu_libs.cudnnGetErrorString(cudnn_status_));   \
   } while (0)
 
-#define CUBLAS_TRY(e, call)                                                                  \
-  do {                                                                                       \
-    cublasStatus_t cublas_status_ = (call);                                                  \
-    if (cublas_status_ != CUBLAS_STATUS_SUCCESS)                                             \
-      return ERR((e), TTP_ERR_CUBLAS, "%s: %s", #call,                                       \
-                 gpu_libs.cublasLtGetStatusString(cublas_status_));                                   \
-  } while (0)
 
 #endif

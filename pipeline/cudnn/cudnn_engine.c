@@ -1,6 +1,6 @@
 /* The cudnn engine: a network for the GPU runner (graph/runner.h) that runs test-time
-   augmentation, the model's layers (cudnn_layers.c, on cuDNN and cuBLASLt) and the merge for all
-   B x N copies of a batch.
+   augmentation, the model's layers (cudnn_layers.c, on cuDNN and ttapipe's kernels) and the
+   merge for all B x N copies of a batch.
 
    Shapes: a batch is B images (a bucket of the runner); each becomes N copies, so n = B x N rows
    go through the network. The model may be any graph (model.h): each layer reads its input
@@ -8,10 +8,9 @@
    where cuDNN takes every convolution so (nhwc_suits; the input's channels padded to 16), which
    the tensor cores and ttapipe's convolution (conv_kernels.h) want, else NCHW.
 
-   Plan (cudnn_plan), where every allocation and synchronisation happens: cuDNN and cuBLASLt
-   handles on the runner's compute stream; which layers run together (an fc and the ReLU that
-   alone reads it: one GEMM with a ReLU epilogue; a convolution and the residual Add and ReLU
-   that alone read it: one epilogue); the arena (model_plan_units: a value's room reused once
+   Plan (cudnn_plan), where every allocation and synchronisation happens: a cuDNN handle on the
+   runner's compute stream; which layers run together (a convolution or an fc and the residual
+   Add, ReLU and Clip that alone read it: one epilogue); the arena (model_plan_units: a value's room reused once
    its last reader has run); each layer planned for every bucket; the workspaces. Where cuDNN
    refuses a convolution in NHWC the plan starts again in NCHW, and the details say why.
    Enqueue (cudnn_enqueue), the body of every graph, launches only:
@@ -30,12 +29,10 @@
 #include "../../augment/merge_kernel.h"
 #include "../../augment/tta_kernel.h"
 #include "../../graph/graph.h"
+#include "../clock.h"
 #include "cudnn_check.h"
 #include "cudnn_engine.h"
 #include "cudnn_kernels.h"
-
-/* cuBLASLt's workspace: 32 MiB, as NVIDIA recommends for Hopper. */
-#define GEMM_WORKSPACE ((size_t)32 << 20)
 
 /* ---- what it runs --------------------------------------------------------------------------- */
 
@@ -146,16 +143,16 @@ static ttp_status plan_context(gpu_context* ctx, const engine_config* c, const g
   ctx->format = ctx->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   ctx->plan = c->plan;
   ctx->dnn_type = ctx->half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-  ctx->blas_type = ctx->half ? CUDA_R_16F : CUDA_R_32F;
   ctx->elem = ctx->half ? 2 : 4;
   ctx->buckets = b->count;
   for (int k = 0; k < b->count; k++) ctx->rows[k] = b->images[k] * c->spec.copies;
   ctx->canonical_rows = canonical_images * c->spec.copies;
-  ctx->gemm_workspace_size = GEMM_WORKSPACE;
+  double at = clock_seconds();
   TRY(dnn_libs_load(e));
+  ctx->libraries_s = clock_seconds() - at, at = clock_seconds();
   CUDNN_TRY(e, gpu_libs.cudnnCreate(&ctx->dnn));
   CUDNN_TRY(e, gpu_libs.cudnnSetStream(ctx->dnn, stream));
-  CUBLAS_TRY(e, gpu_libs.cublasLtCreate(&ctx->lt));
+  ctx->handles_s = clock_seconds() - at;
   return TTP_OK;
 }
 
@@ -166,15 +163,12 @@ static ttp_status plan_workspaces(gpu_context* ctx, ttp_err* e) {
                   e));
   if (ctx->scratch_size)
     TRY(gpu_alloc(&ctx->scratch, ctx->scratch_size, "the scratch buffer", e));
-  TRY(gpu_alloc(&ctx->gemm_workspace, ctx->gemm_workspace_size, "the GEMMs' workspace", e));
   return TTP_OK;
 }
 
 static void destroy_context(gpu_context* ctx) {
   cudaFree(ctx->conv_workspace);
-  cudaFree(ctx->gemm_workspace);
   cudaFree(ctx->scratch);
-  if (ctx->lt) gpu_libs.cublasLtDestroy(ctx->lt);
   if (ctx->dnn) gpu_libs.cudnnDestroy(ctx->dnn);
   memset(ctx, 0, sizeof *ctx);
 }
@@ -195,7 +189,7 @@ static void join(cudnn_net* g, int i, int j) {
   snprintf(g->layers[j].algo, sizeof g->layers[j].algo, "in %s's epilogue", g->m->layers[i].name);
 }
 
-/* A convolution i whose output alone feeds a residual Add (with another value of its shape), a
+/* A convolution or fc i whose output alone feeds a residual Add (with another value of its shape), a
    ReLU and/or a Clip applies them in its epilogue, at the last one's place: the ReLU and the Clip
    as one clamp (a ReLU then a Clip to hi: 0 to hi, PyTorch's ReLU6 as it exports it). */
 static void conv_unit(cudnn_net* g, const int* readers, int i) {
@@ -236,9 +230,9 @@ static void conv_unit(cudnn_net* g, const int* readers, int i) {
   for (int k = 0; k < count; k++) g->layers[joined[k]].run_at = joined[count - 1];
 }
 
-/* Which layers run together: an fc whose output the next ReLU alone reads applies it in its
-   GEMM's epilogue, a convolution its residual Add, ReLU and Clip (conv_unit), each at the last
-   one's place. Then the order they run in. */
+/* Which layers run together: a convolution or an fc applies the residual Add, ReLU and Clip
+   that follow it (conv_unit) in its epilogue, each at the last one's place. Then the order they
+   run in. */
 static ttp_status plan_units(cudnn_net* g, ttp_err* e) {
   const model* m = g->m;
   int* readers = calloc((size_t)m->layer_count + 1, sizeof *readers);
@@ -254,12 +248,7 @@ static ttp_status plan_units(cudnn_net* g, ttp_err* e) {
     g->layers[i].run_at = i;
   }
   for (int i = 0; i < m->layer_count; i++) {
-    if (m->layers[i].op == MODEL_CONV) conv_unit(g, readers, i);
-    const int j = sole_reader(m, readers, i + 1);
-    if (m->layers[i].op == MODEL_FC && j >= 0 && m->layers[j].op == MODEL_RELU) {
-      g->layers[i].fused_act = 1;
-      join(g, i, j);
-    }
+    if (m->layers[i].op == MODEL_CONV || m->layers[i].op == MODEL_FC) conv_unit(g, readers, i);
   }
   free(readers);
   g->runs = 0;
@@ -294,8 +283,15 @@ static ttp_status plan_layers(cudnn_net* g, ttp_err* e) {
       if (m->layers[i].op == MODEL_CONV && m->layers[i].inputs[0] == 0)
         g->layers[i].input_c = g->input_c;
   }
-  for (int i = 0; i < m->layer_count; i++)
-    if (!g->layers[i].skip) TRY(gpu_layer_plan(&g->ctx, &g->layers[i], e));
+  const double start = clock_seconds();
+  for (int i = 0; i < m->layer_count; i++) {
+    if (g->layers[i].skip) continue;
+    const double at = clock_seconds();
+    TRY(gpu_layer_plan(&g->ctx, &g->layers[i], e));
+    const double took = clock_seconds() - at;
+    if (took > g->slowest_s) g->slowest_s = took, g->slowest = i;
+  }
+  g->layers_s = clock_seconds() - start;
   TRY(plan_workspaces(&g->ctx, e));
   char what[96];
   snprintf(what, sizeof what, "the values of %zu-row batches (images x copies)", rows);
@@ -359,9 +355,13 @@ static ttp_status cudnn_plan(const model* m, const engine_config* c, const gpu_b
   if (s != TTP_OK) return s;
   /* what was searched goes into the plan cache for the next process */
   gpu_plan_cache_write(&g->ctx, c->plan_cache, write_note, sizeof write_note);
-  int n = snprintf(g->details, sizeof g->details, "%s%s%s%s%s%s", g->ctx.nhwc ? "NHWC" : "NCHW",
-                   refused, read_note[0] ? "; " : "", read_note, write_note[0] ? "; " : "",
-                   write_note);
+  int n = snprintf(g->details, sizeof g->details,
+                   "%s%s; the plan: cuDNN loaded %.1f ms, its handle %.1f ms, the layers %.1f ms (the "
+                   "slowest %.1f ms, %s)%s%s%s%s",
+                   g->ctx.nhwc ? "NHWC" : "NCHW", refused, 1e3 * g->ctx.libraries_s,
+                   1e3 * g->ctx.handles_s, 1e3 * g->layers_s, 1e3 * g->slowest_s,
+                   m->layers[g->slowest].name, read_note[0] ? "; " : "", read_note,
+                   write_note[0] ? "; " : "", write_note);
   for (int i = 0; i < m->layer_count && n >= 0 && (size_t)n < sizeof g->details; i++)
     if (g->layers[i].algo[0])
       n += snprintf(g->details + n, sizeof g->details - n, "; %s: %s", g->layers[i].l->name,
@@ -474,7 +474,7 @@ static ttp_status run_layer_on_device(layer_run* run, const model_layer* l, int 
   size_t n_in = (size_t)n * model_shape_size(l->in);
   size_t n_out = (size_t)n * model_shape_size(l->out) + 2 * guard;
   /* The output starts 256 bytes into the device buffer, aligned as cudaMalloc's own pointers
-     are (cuBLASLt's kernels need it); the guards lie just before and after it. */
+     are (the kernels' vector loads and stores need it); the guards lie just before and after it. */
   size_t lead = 256, first = lead - guard * run->ctx.elem;
   if (guard * run->ctx.elem > lead) return ERR(e, TTP_ERR_INVALID_ARGUMENT, "guard too large");
   void *dev_in = NULL, *dev_out = NULL;

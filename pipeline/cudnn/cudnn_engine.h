@@ -1,11 +1,10 @@
 /* The cudnn engine's internals, shared by its two files: cudnn_layers.c (each model layer on
-   cuDNN or cuBLASLt: plan, enqueue) and cudnn_engine.c (the network the GPU runner drives:
+   cuDNN or ttapipe's kernels: plan, enqueue) and cudnn_engine.c (the network the GPU runner drives:
    augmentation, the layers, the merge). The registry uses cudnn_network, cudnn_supports and
    cudnn_run_layer; tests/bench/naive.c drives cudnn_net's layers itself. */
 #ifndef TTP_CUDNN_ENGINE_H
 #define TTP_CUDNN_ENGINE_H
 
-#include <cublasLt.h>
 #include <cudnn.h>
 
 #include "../../graph/runner.h"
@@ -43,9 +42,6 @@ typedef struct gpu_layer {
   int fused_epilogue;   /* conv on cuDNN: bias, residual and ReLU in its fused call */
   cudnnTensorDescriptor_t bias_desc;
   cudnnActivationDescriptor_t act;
-  cublasLtMatmulDesc_t matmul;
-  cublasLtMatrixLayout_t a, b[GPU_MAX_BUCKETS], d[GPU_MAX_BUCKETS];
-  cublasLtMatmulAlgo_t gemm_algo;
   char algo[128]; /* the algorithm chosen, in words */
 } gpu_layer;
 
@@ -53,7 +49,6 @@ typedef struct gpu_layer {
 typedef struct gpu_context {
   const model* m;               /* the shapes of a layer's inputs; NULL for one layer alone */
   cudnnHandle_t dnn;
-  cublasLtHandle_t lt;
   cudaStream_t stream;          /* the compute stream: every layer runs on it */
   ttp_precision precision;
   int half;                     /* fp16 storage */
@@ -61,7 +56,6 @@ typedef struct gpu_context {
   int nhwc;                     /* activations NHWC (fp16, tf32: for the tensor cores), else NCHW */
   cudnnTensorFormat_t format;   /* cuDNN's name for it */
   cudnnDataType_t dnn_type;     /* CUDNN_DATA_FLOAT or CUDNN_DATA_HALF */
-  cudaDataType_t blas_type;     /* CUDA_R_32F or CUDA_R_16F */
   size_t elem;                  /* bytes per element */
   int rows[GPU_MAX_BUCKETS];    /* n: images x copies of each bucket */
   int buckets;
@@ -74,12 +68,12 @@ typedef struct gpu_context {
                                    choices while that is the table's */
   void* conv_workspace;         /* shared by every convolution; sized at plan */
   size_t conv_workspace_size;
-  void* gemm_workspace;
-  size_t gemm_workspace_size;
   void* scratch;                /* a padded input (gpu_layer.explicit_pad); in NHWC also the
                                    augmentation's NCHW copies and the last value reordered to
                                    NCHW; sized at plan */
   size_t scratch_size;
+  double libraries_s, handles_s; /* the plan's parts (its details): cuDNN loaded, its handle
+                                    made */
 } gpu_context;
 
 /* The network: what cudnn_network's plan builds. */
@@ -96,6 +90,8 @@ typedef struct cudnn_net {
   int input_c;      /* the channels of the input value (m's, or in NHWC padded to 16) */
   void* input;      /* the input value when padded; else it lies in the arena */
   float* probs;  /* fp16 only: the softmax output widened for the merge */
+  double layers_s, slowest_s; /* planning the layers, and the slowest of them (its index) */
+  int slowest;
   char details[1400];
 } cudnn_net;
 

@@ -2,6 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "cudnn_kernels.h"
+#include "element.cuh"
 
 namespace {
 
@@ -12,10 +13,8 @@ unsigned blocks_for(size_t count) {
   return (unsigned)(b < 65536 ? (b ? b : 1) : 65536);
 }
 
-__device__ __forceinline__ float widen(float v) { return v; }
-__device__ __forceinline__ float widen(__half v) { return __half2float(v); }
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
+template <typename T>
+__device__ __forceinline__ void store(T* p, float v) { *p = gpu_narrow<T>(v); }
 
 // Where element (row, c, y, x) of a tensor of shape d lies, and the other way.
 __device__ __forceinline__ size_t index_of(const gpu_dims& d, size_t row, int c, int y, int x) {
@@ -48,9 +47,9 @@ __global__ void epilogue_kernel(T* __restrict__ x, const T* __restrict__ bias,
                                 gpu_dims d) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
-    float v = widen(x[i]);
-    if (bias) v += widen(bias[channel_of(d, i)]);
-    if (z) v += widen(z[i]);
+    float v = gpu_wide(x[i]);
+    if (bias) v += gpu_wide(bias[channel_of(d, i)]);
+    if (z) v += gpu_wide(z[i]);
     store(&x[i], gpu_clamped(v, clamp));
   }
 }
@@ -59,7 +58,7 @@ template <typename From, typename To>
 __global__ void convert_kernel(const From* __restrict__ in, To* __restrict__ out, size_t count) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
        i += (size_t)gridDim.x * blockDim.x)
-    store(&out[i], widen(in[i]));
+    store(&out[i], gpu_wide(in[i]));
 }
 
 __device__ __forceinline__ float softplus(float x) { return x > 30.0f ? x : log1pf(expf(x)); }
@@ -69,7 +68,7 @@ __global__ void pointwise_kernel(gpu_pointwise_op op, float a, float b, const T*
                                  size_t count) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
        i += (size_t)gridDim.x * blockDim.x) {
-    const float x = widen(in[i]);
+    const float x = gpu_wide(in[i]);
     float y;
     switch (op) {  // comparisons are false for NaN: it passes through
       case GPU_RELU: y = x < 0.0f ? 0.0f : x; break;
@@ -96,12 +95,12 @@ __global__ void elementwise_kernel(gpu_binary_op op, gpu_operands x, T* out, siz
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
     const size_t row = i / per_row, c = channel_of(d, i);
-    float acc = widen(static_cast<const T*>(x.in[0])[i]);
+    float acc = gpu_wide(static_cast<const T*>(x.in[0])[i]);
     for (int k = 1; k < x.count; k++) {
       const size_t at = x.spread[k] == GPU_PER_CHANNEL ? row * d.c + c
                         : x.spread[k] == GPU_PER_ROW   ? row
                                                        : i;
-      const float v = widen(static_cast<const T*>(x.in[k])[at]);
+      const float v = gpu_wide(static_cast<const T*>(x.in[k])[at]);
       switch (op) {
         case GPU_ADD: acc += v; break;
         case GPU_SUB: acc -= v; break;
@@ -120,7 +119,7 @@ __global__ void channel_kernel(int prelu, const T* in, T* out, const float* __re
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
     const int c = params == 1 ? 0 : channel_of(d, i);
-    const float x = widen(in[i]);
+    const float x = gpu_wide(in[i]);
     store(&out[i], prelu ? (x >= 0.0f || x != x ? x : scale[c] * x)
                          : x * scale[c] + (shift ? shift[c] : 0.0f));
   }
@@ -202,10 +201,10 @@ __global__ void pool_kernel(int max, int count_pad, const T* __restrict__ in, gp
     const int r0 = top < 0 ? 0 : top, r1 = top + w.r > di.h ? di.h : top + w.r;
     const int s0 = left < 0 ? 0 : left, s1 = left + w.s > di.w ? di.w : left + w.s;
     if (max) {
-      float m = widen(plane[r0 * pitch_h + s0 * pitch_w]);
+      float m = gpu_wide(plane[r0 * pitch_h + s0 * pitch_w]);
       for (int r = r0; r < r1; r++)
         for (int s = s0; s < s1; s++) {
-          const float v = widen(plane[r * pitch_h + s * pitch_w]);
+          const float v = gpu_wide(plane[r * pitch_h + s * pitch_w]);
           if (v > m || v != v) m = v;
           if (m != m) r = r1, s = s1;  // a NaN wins
         }
@@ -213,7 +212,7 @@ __global__ void pool_kernel(int max, int count_pad, const T* __restrict__ in, gp
     } else {
       float sum = 0.0f;
       for (int r = r0; r < r1; r++)
-        for (int s = s0; s < s1; s++) sum += widen(plane[r * pitch_h + s * pitch_w]);
+        for (int s = s0; s < s1; s++) sum += gpu_wide(plane[r * pitch_h + s * pitch_w]);
       const int rows = (top + w.r > di.h + w.pad_b ? di.h + w.pad_b : top + w.r) - top;
       const int cols = (left + w.s > di.w + w.pad_r ? di.w + w.pad_r : left + w.s) - left;
       store(&out[i], sum / (float)(count_pad ? rows * cols : (r1 - r0) * (s1 - s0)));

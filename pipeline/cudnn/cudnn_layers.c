@@ -17,11 +17,9 @@
               pool_kernel (cudnn_kernels.cu): any window, uneven padding and ceil mode, which
               cuDNN's pooling lacks; NaN propagates.
      relu and the other pointwise activations
-              pointwise_kernel, unless an fc layer applies the ReLU in its epilogue.
-     fc       one cublasLtMatmul over all n rows: D (out x n) = W (in x out)^T X (in x n), the
-              bias (and the ReLU that follows) in the epilogue. Compute type fp32 (fp16 inputs
-              run on tensor cores), fp32 on TF32 tensor cores in tf32. The algorithm: the
-              heuristic's best at the largest bucket that every bucket accepts with split-K off.
+              pointwise_kernel, unless a conv or fc layer applies it in its epilogue.
+     fc       ttapipe's fc kernel (fc_kernel.h): fp32 multiply-adds in a fixed order, with the
+              bias, and the residual Add, ReLU or Clip that follows, in its epilogue.
      lrn      cudnnLRNCrossChannelForward (the model's n, alpha, beta, k are cuDNN's definition).
      softmax  cudnnSoftmaxForward, accurate, over each row's C x H x W.
      add, sub, mul, div, affine, prelu, slice, pad, shuffle
@@ -45,6 +43,7 @@
 #include "conv_kernels.h"
 #include "cudnn_kernels.h"
 #include "depthwise_kernel.h"
+#include "fc_kernel.h"
 #include "../plan_cache.h"
 
 static const float one = 1.0f, zero = 0.0f;
@@ -804,113 +803,32 @@ static ttp_status softmax_enqueue(const gpu_context* ctx, const gpu_layer* L, in
 
 /* ---- fc ---------------------------------------------------------------------------------- */
 
-static ttp_status set_matmul(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t what,
-                             const void* value, size_t size, ttp_err* e) {
-  CUBLAS_TRY(e, gpu_libs.cublasLtMatmulDescSetAttribute(d, what, value, size));
-  return TTP_OK;
-}
-
-/* The heuristic's first algorithm, asked for at the canonical batch (the heuristic does not
-   measure: the same shapes always give the same answer), that with split-K off every bucket
-   accepts: so the algorithm does not depend on max_batch. */
-static ttp_status pick_gemm_algo(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
-  enum { WANTED = 16 };
-  int found = 0;
-  int in = (int)model_shape_size(L->l->in), out = L->l->p.fc.out;
-  cublasLtMatmulPreference_t pref;
-  cublasLtMatrixLayout_t b = NULL, d = NULL;
-  cublasLtMatmulHeuristicResult_t results[WANTED];
-  CUBLAS_TRY(e, gpu_libs.cublasLtMatmulPreferenceCreate(&pref));
-  cublasStatus_t st = gpu_libs.cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->gemm_workspace_size,
-      sizeof ctx->gemm_workspace_size);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = gpu_libs.cublasLtMatrixLayoutCreate(&b, ctx->blas_type, in, ctx->canonical_rows, in);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = gpu_libs.cublasLtMatrixLayoutCreate(&d, ctx->blas_type, out, ctx->canonical_rows, out);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = gpu_libs.cublasLtMatmulAlgoGetHeuristic(ctx->lt, L->matmul, L->a, b, d, d, pref, WANTED,
-                                                 results, &found);
-  gpu_libs.cublasLtMatmulPreferenceDestroy(pref);
-  if (b) gpu_libs.cublasLtMatrixLayoutDestroy(b);
-  if (d) gpu_libs.cublasLtMatrixLayoutDestroy(d);
-  if (st != CUBLAS_STATUS_SUCCESS)
-    return ERR(e, TTP_ERR_CUBLAS, "layer %s: cublasLtMatmulAlgoGetHeuristic: %s", L->l->name,
-               gpu_libs.cublasLtGetStatusString(st));
-  for (int i = 0; i < found; i++) {
-    cublasLtMatmulAlgo_t algo = results[i].algo;
-    uint32_t splits = 1, reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
-    gpu_libs.cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
-                                                  sizeof splits);
-    gpu_libs.cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                                  &reduction, sizeof reduction);
-    int every_bucket = 1;
-    for (int b = 0; b < ctx->buckets && every_bucket; b++) {
-      cublasLtMatmulHeuristicResult_t check;
-      every_bucket =
-          gpu_libs.cublasLtMatmulAlgoCheck(ctx->lt, L->matmul, L->a, L->b[b], L->d[b], L->d[b],
-                                           &algo, &check) == CUBLAS_STATUS_SUCCESS &&
-          check.workspaceSize <= ctx->gemm_workspace_size;
-    }
-    if (!every_bucket) continue;
-    L->gemm_algo = algo;
-    int id = 0, tile = 0;
-    size_t written;
-    gpu_libs.cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id,
-                                                  &written);
-    gpu_libs.cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
-                                                  sizeof tile, &written);
-    snprintf(L->algo, sizeof L->algo, "cuBLASLt algo %d tile %d, no split-K%s", id, tile,
-             L->fused_act ? ", bias+ReLU epilogue" : ", bias epilogue");
-    return TTP_OK;
-  }
-  return ERR(e, TTP_ERR_CUBLAS, "layer %s: no GEMM algorithm serves every batch bucket",
-             L->l->name);
-}
-
+/* ttapipe's fc kernel (fc_kernel.h), with the ReLU, Clip or residual Add that follows it
+   (conv_unit) in its epilogue. An NHWC input of more than one pixel lies in (h x w x c) order and
+   reads the weights reordered so. */
 static ttp_status fc_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   const model_layer* l = L->l;
-  int in = (int)model_shape_size(l->in), out = l->p.fc.out;
-  float* nhwc = NULL; /* an NHWC input of more than one pixel reads the weights in HWC order */
-  if (ctx->nhwc && l->in.h * l->in.w > 1 &&
-      !(nhwc = reordered(l, out, l->in.c, l->in.h, l->in.w, l->in.c, e)))
-    return e->status; /* recorded by reordered */
-  ttp_status up = upload_weights(ctx, L, nhwc, l->weight_count, e);
+  const int in = (int)model_shape_size(l->in), out = l->p.fc.out;
+  const size_t count = (size_t)in * out;
+  const float* model_order = l->weights;
+  float* nhwc = NULL;
+  if (ctx->nhwc && l->in.h * l->in.w > 1) {
+    if (!(nhwc = reordered(l, out, l->in.c, l->in.h, l->in.w, l->in.c, e)))
+      return e->status; /* recorded by reordered */
+    model_order = nhwc;
+  }
+  float* weights = malloc(count * sizeof *weights);
+  if (weights) gpu_fc_weights(model_order, in, out, weights);
   free(nhwc);
-  TRY(up);
-  /* tf32: fp32 matrices on the tensor cores in TF32, fp32 accumulation. */
-  const cublasComputeType_t compute = ctx->precision == TTP_PRECISION_TF32
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  CUBLAS_TRY(e, gpu_libs.cublasLtMatmulDescCreate(&L->matmul, compute, CUDA_R_32F));
-  cublasOperation_t transpose = CUBLAS_OP_T;
-  TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose, e));
-  if (L->bias) {
-    cublasLtEpilogue_t epilogue =
-        L->fused_act ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue, e));
-    TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &L->bias, sizeof L->bias, e));
-  } else if (L->fused_act) {
-    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_RELU;
-    TRY(set_matmul(L->matmul, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue, e));
-  }
-  /* Column-major views: W is in x out (ld in), X is in x n (ld in), D is out x n (ld out). */
-  CUBLAS_TRY(e, gpu_libs.cublasLtMatrixLayoutCreate(&L->a, ctx->blas_type, in, out, in));
-  for (int b = 0; b < ctx->buckets; b++) {
-    CUBLAS_TRY(e,
-               gpu_libs.cublasLtMatrixLayoutCreate(&L->b[b], ctx->blas_type, in, ctx->rows[b], in));
-    CUBLAS_TRY(
-        e, gpu_libs.cublasLtMatrixLayoutCreate(&L->d[b], ctx->blas_type, out, ctx->rows[b], out));
-  }
-  return pick_gemm_algo(ctx, L, e);
+  if (!weights) return ERR_NOMEM(e, count * sizeof *weights);
+  return own_conv_upload(ctx, L, weights, count, "ttapipe's fc kernel (fp32 multiply-adds)", e);
 }
 
 static ttp_status fc_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,
                              const void* const* in, void* out, ttp_err* e) {
-  CUBLAS_TRY(
-      e, gpu_libs.cublasLtMatmul(ctx->lt, L->matmul, &one, L->weights, L->a, in[0], L->b[b], &zero,
-                                 out, L->d[b], out, L->d[b], &L->gemm_algo, ctx->gemm_workspace,
-                                 ctx->gemm_workspace_size, ctx->stream));
-  return TTP_OK;
+  return gpu_fc(in[0], L->weights, L->bias, L->residual ? in[1] : NULL, out, ctx->rows[b],
+                (int)model_shape_size(L->l->in), L->l->p.fc.out, clamp_of(L), ctx->half,
+                GPU_FC_ANY, ctx->stream, e);
 }
 
 /* ---- the table --------------------------------------------------------------------------- */
@@ -966,11 +884,7 @@ void gpu_layer_destroy(gpu_layer* L) {
   for (int b = 0; b < GPU_MAX_BUCKETS; b++) {
     if (L->x[b]) gpu_libs.cudnnDestroyTensorDescriptor(L->x[b]);
     if (L->y[b]) gpu_libs.cudnnDestroyTensorDescriptor(L->y[b]);
-    if (L->b[b]) gpu_libs.cublasLtMatrixLayoutDestroy(L->b[b]);
-    if (L->d[b]) gpu_libs.cublasLtMatrixLayoutDestroy(L->d[b]);
   }
-  if (L->a) gpu_libs.cublasLtMatrixLayoutDestroy(L->a);
-  if (L->matmul) gpu_libs.cublasLtMatmulDescDestroy(L->matmul);
   if (L->filter) gpu_libs.cudnnDestroyFilterDescriptor(L->filter);
   if (L->conv) gpu_libs.cudnnDestroyConvolutionDescriptor(L->conv);
   if (L->lrn) gpu_libs.cudnnDestroyLRNDescriptor(L->lrn);

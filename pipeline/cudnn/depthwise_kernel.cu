@@ -10,20 +10,12 @@
 // loop.
 #include <cuda_fp16.h>
 
+#include "element.cuh"
 #include "depthwise_kernel.h"
 
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ float wide(__half v) { return __half2float(v); }
-__device__ __forceinline__ float wide(float v) { return v; }
-template <typename T>
-__device__ __forceinline__ T narrow(float v);
-template <>
-__device__ __forceinline__ __half narrow<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ float narrow<float>(float v) { return v; }
 
 template <typename T, int R, int S>
 __global__ void __launch_bounds__(kThreads) depthwise_nhwc_kernel(
@@ -54,7 +46,7 @@ __global__ void __launch_bounds__(kThreads) depthwise_nhwc_kernel(
       const T* xs = reinterpret_cast<const T*>(&xv);
       const T* ws = reinterpret_cast<const T*>(&wv);
 #pragma unroll
-      for (int u = 0; u < kVector; u++) sum[u] = fmaf(wide(xs[u]), wide(ws[u]), sum[u]);
+      for (int u = 0; u < kVector; u++) sum[u] = fmaf(gpu_wide(xs[u]), gpu_wide(ws[u]), sum[u]);
     }
   }
   // The epilogue: + the residual's values, the clamp, each rounded once, one 16-byte store.
@@ -63,12 +55,12 @@ __global__ void __launch_bounds__(kThreads) depthwise_nhwc_kernel(
     const uint4 zv = __ldg(reinterpret_cast<const uint4*>(z + at));
     const T* zs = reinterpret_cast<const T*>(&zv);
 #pragma unroll
-    for (int u = 0; u < kVector; u++) sum[u] += wide(zs[u]);
+    for (int u = 0; u < kVector; u++) sum[u] += gpu_wide(zs[u]);
   }
   uint4 result;
   T* out = reinterpret_cast<T*>(&result);
 #pragma unroll
-  for (int u = 0; u < kVector; u++) out[u] = narrow<T>(gpu_clamped(sum[u], clamp));
+  for (int u = 0; u < kVector; u++) out[u] = gpu_narrow<T>(gpu_clamped(sum[u], clamp));
   *reinterpret_cast<uint4*>(y + at) = result;
 }
 

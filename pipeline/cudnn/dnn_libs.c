@@ -1,4 +1,4 @@
-/* cuDNN and cuBLASLt through dlopen (see dnn_libs.h). */
+/* cuDNN through dlopen (see dnn_libs.h). */
 #include "dnn_libs.h"
 
 #include <dlfcn.h>
@@ -8,7 +8,6 @@
 #define TTP_STRINGIFY_(x) #x
 #define TTP_STRINGIFY(x) TTP_STRINGIFY_(x)
 #define CUDNN_SONAME "libcudnn.so." TTP_STRINGIFY(CUDNN_MAJOR)
-#define CUBLASLT_SONAME "libcublasLt.so." TTP_STRINGIFY(CUBLAS_VER_MAJOR)
 
 dnn_libs gpu_libs;
 
@@ -40,16 +39,10 @@ static void load(void) {
   dnn_libs libs;
   void* dnn = open_library(CUDNN_SONAME, "cuDNN " TTP_STRINGIFY(CUDNN_MAJOR));
   if (!dnn) return;
-  void* lt = open_library(CUBLASLT_SONAME, "cuBLASLt, CUDA " TTP_STRINGIFY(CUBLAS_VER_MAJOR));
-  if (!lt) return;
 #define TTP_DNN_RESOLVE(name) \
   if (!resolve(dnn, CUDNN_SONAME, #name, (void**)&libs.name)) return;
   TTP_CUDNN_FUNCTIONS(TTP_DNN_RESOLVE)
 #undef TTP_DNN_RESOLVE
-#define TTP_LT_RESOLVE(name) \
-  if (!resolve(lt, CUBLASLT_SONAME, #name, (void**)&libs.name)) return;
-  TTP_CUBLASLT_FUNCTIONS(TTP_LT_RESOLVE)
-#undef TTP_LT_RESOLVE
   gpu_libs = libs;
   load_result.status = TTP_OK;
 }

@@ -202,10 +202,9 @@ int main(int argc, char** argv) {
   }
   if (o.validate_only) return 0;
 
-  cudaDeviceProp prop;
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  cudaStream_t stream;
-  CHECK_CUDA(cudaStreamCreate(&stream));
+  const lab_device device;
+  const cudaDeviceProp& prop = device.prop;
+  cudaStream_t stream = device.stream;
   for (bool half : {true, false}) {
     const char* type = half ? "fp16" : "fp32";
     printf("\n%s, %s, %d rows, median of %d runs; GB/s: x and y once each\n", prop.name, type,

@@ -70,6 +70,17 @@ inline bool lab_have_gpu() {
   return false;
 }
 
+// What a lab's timing part starts with: device 0's properties (its name for the tables) and a
+// stream of its own.
+struct lab_device {
+  cudaDeviceProp prop;
+  cudaStream_t stream;
+  lab_device() {
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+    CHECK_CUDA(cudaStreamCreate(&stream));
+  }
+};
+
 // A new device buffer holding `bytes` from host memory.
 inline void* lab_upload(const void* host, size_t bytes) {
   void* dev = nullptr;

@@ -4,11 +4,12 @@
 # handle of each), then the command's wall time as a user sees it, RUNS times each (the median
 # and the range), and its own breakdown (--verbose: opening, CUDA's start, the plan, buffers,
 # graphs; the first and last rows; closed):
-#   one PNG            lenet-mnist on fused; resnet-fashion on cudnn with no plan cache (cold)
-#                      and with the one the cold run wrote (warm)
-#   the main job       10,000 Fashion-style PNG files (MNIST's test set exported) with
-#                      lenet-mnist on fused, and resnet-fashion on cudnn on a warm cache
-#   100,000 files      one flat directory (make_files.sh), 16 threads, fused and cudnn (warm)
+#   one PNG            lenet-fashion on fused; on cudnn, lenet-fashion and resnet-fashion with no
+#                      plan cache (cold) and with the one the cold run wrote (warm)
+#   the main job       10,000 PNG files (MNIST's test set exported, the size of the main job's
+#                      Fashion-MNIST) with lenet-fashion on fused and on cudnn, and
+#                      resnet-fashion on cudnn (warm caches)
+#   100,000 files      one flat directory (make_files.sh), 16 threads, the same three
 # Usage: start_gpu.sh BUILD_DIR SHARED_DATASETS_DIR OUT_DIR [RUNS]   (RUNS default 5)
 set -uo pipefail
 bin=$1 data=$2 out=$3 runs=${4:-5}
@@ -21,8 +22,12 @@ images=$data/mnist/t10k-images-idx3-ubyte.gz labels=$data/mnist/t10k-labels-idx1
 bash "$root/tests/bench/make_files.sh" "$bin" "$images" "$labels" "$work/100k" 10 flat || exit 1
 one=$(ls "$work/10k" | head -1)
 
-echo "## the floor (bench_start_floor, $runs runs)"
-for i in $(seq 1 "$runs"); do "$bin/tests/bench_start_floor" | tail -1; done
+echo "## the floor (bench_start_floor, $runs runs: the steps, then the probe's wall as the shell sees it)"
+for i in $(seq 1 "$runs"); do
+  t0=$(date +%s%N)
+  steps=$("$bin/tests/bench_start_floor" | tr '\n' ' ' | tr -s ' ')
+  echo "$steps; wall $((($(date +%s%N) - t0) / 1000000)) ms"
+done
 
 # timed NAME ARGS...: the command RUNS times; its wall in ms (as the shell sees it) and the
 # last run's --verbose lines.
@@ -37,20 +42,26 @@ timed() {
   printf '%s\n' "${walls[@]}" | sort -n | awk -v n="$name" '{v[NR]=$1} END {printf "%-40s wall %d ms median (%d to %d ms)\n", n, v[int((NR+1)/2)], v[1], v[NR]}'
   grep -E "opening took|wall .* from the command" "$work/err" | sed 's/^/    /'
 }
-cache=$work/plans
+lenet=$root/models/lenet-fashion
 echo "## one PNG"
-timed "fused, lenet-mnist" --model "$root/models/lenet-mnist" --engine fused "$work/10k/$one"
-rm -f "$cache"; runs_saved=$runs; runs=1
-timed "cudnn, resnet-fashion, cold cache" --model "$root/models/resnet-fashion" --engine cudnn \
-  --plan-cache "$cache" "$work/10k/$one"
-runs=$runs_saved
-timed "cudnn, resnet-fashion, warm cache" --model "$root/models/resnet-fashion" --engine cudnn \
-  --plan-cache "$cache" "$work/10k/$one"
+timed "fused, lenet-fashion" --model "$lenet" --engine fused "$work/10k/$one"
+for model in lenet-fashion resnet-fashion; do
+  rm -f "$work/plans-$model"; runs_saved=$runs; runs=1
+  timed "cudnn, $model, cold cache" --model "$root/models/$model" --engine cudnn \
+    --plan-cache "$work/plans-$model" "$work/10k/$one"
+  runs=$runs_saved
+  timed "cudnn, $model, warm cache" --model "$root/models/$model" --engine cudnn \
+    --plan-cache "$work/plans-$model" "$work/10k/$one"
+done
 echo "## the main job's 10,000 files"
-timed "fused, lenet-mnist" --model "$root/models/lenet-mnist" --engine fused "$work/10k"
-timed "cudnn, resnet-fashion, warm cache" --model "$root/models/resnet-fashion" --engine cudnn \
-  --plan-cache "$cache" "$work/10k"
+timed "fused, lenet-fashion" --model "$lenet" --engine fused "$work/10k"
+for model in lenet-fashion resnet-fashion; do
+  timed "cudnn, $model, warm cache" --model "$root/models/$model" --engine cudnn \
+    --plan-cache "$work/plans-$model" "$work/10k"
+done
 echo "## 100,000 files, 16 threads"
-timed "fused, lenet-mnist" --model "$root/models/lenet-mnist" --engine fused --threads 16 "$work/100k"
-timed "cudnn, resnet-fashion, warm cache" --model "$root/models/resnet-fashion" --engine cudnn \
-  --threads 16 --plan-cache "$cache" "$work/100k"
+timed "fused, lenet-fashion" --model "$lenet" --engine fused --threads 16 "$work/100k"
+for model in lenet-fashion resnet-fashion; do
+  timed "cudnn, $model, warm cache" --model "$root/models/$model" --engine cudnn --threads 16 \
+    --plan-cache "$work/plans-$model" "$work/100k"
+done
