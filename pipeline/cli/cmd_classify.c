@@ -404,6 +404,71 @@ static int finish_job(const cli_args* a, const cli_job* job, int rc, int stopped
   return rc;
 }
 
+/* A directory job's walk started on a thread of its own before a GPU engine opens (CUDA's start
+   takes hundreds of ms, the walk of a flat directory of 100,000 files tens): if it has ended by
+   the time the pipeline is open, the job classifies its list (ttp_classify_files over what
+   ttp_classify_paths would walk: the same files in the same order); if not, the job walks again
+   as it would have, streaming, and the early walk's thread frees its list when it ends. Shared
+   by the two threads; the last to leave frees it. */
+typedef struct early_walk {
+  pthread_mutex_t lock;
+  char** paths; /* the walk's arguments (the command's own strings) */
+  size_t count;
+  ttp_list_options options;
+  ttp_file_list list;
+  ttp_status status;
+  int done, abandoned;
+} early_walk;
+
+static void early_walk_free(early_walk* w) {
+  ttp_file_list_free(&w->list);
+  pthread_mutex_destroy(&w->lock);
+  free(w);
+}
+
+static void* early_walk_run(void* arg) {
+  early_walk* w = arg;
+  char error[TTP_ERROR_SIZE];
+  const ttp_status s = ttp_list_files((const char* const*)w->paths, w->count, &w->options,
+                                      &w->list, error, sizeof error);
+  pthread_mutex_lock(&w->lock);
+  w->status = s, w->done = 1;
+  const int abandoned = w->abandoned;
+  pthread_mutex_unlock(&w->lock);
+  if (abandoned) early_walk_free(w);
+  return NULL;
+}
+
+/* Starts the walk of the command's paths; NULL where it could not (the job then walks as
+   usual). */
+static early_walk* early_walk_start(const cli_args* a, const ttp_list_options* options) {
+  early_walk* w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  pthread_mutex_init(&w->lock, NULL);
+  w->paths = a->positional, w->count = (size_t)a->positional_count, w->options = *options;
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, early_walk_run, w) != 0) {
+    early_walk_free(w);
+    return NULL;
+  }
+  pthread_detach(thread);
+  return w;
+}
+
+/* The early walk's list into *list (1) if it has ended well; else 0, the walk left to end and
+   free itself. Either way w is the caller's no more. */
+static int early_walk_take(early_walk* w, ttp_file_list* list) {
+  if (!w) return 0;
+  pthread_mutex_lock(&w->lock);
+  const int taken = w->done && w->status == TTP_OK;
+  const int done = w->done;
+  if (taken) *list = w->list, w->list = (ttp_file_list){0};
+  w->abandoned = !done;
+  pthread_mutex_unlock(&w->lock);
+  if (done) early_walk_free(w);
+  return taken;
+}
+
 /* The job, its rows through pr (progress: set up by run_classify, with the stop hooks). *stopped:
    a stop signal ended the run (its files done have their rows and a summary). */
 static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int* stopped) {
@@ -473,6 +538,11 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
   const int gpus =
       job->size > 1 && !cli_engine_on_host(cli_get(a, "engine")) ? ttp_gpu_count() : 0;
   const size_t known = archives ? 0 : known_files(a, listed, count);
+  /* Directories on a GPU engine (or auto): walked while the engine starts. */
+  early_walk* early =
+      !listed && !known && rc == CLI_EXIT_OK && !cli_engine_on_host(cli_get(a, "engine"))
+          ? early_walk_start(a, &lo)
+          : NULL;
   ttp_options library;
   ttp_options_init(&library); /* its default batch: what a small job is smaller than */
   const int small = known > 0 && known < (size_t)library.max_batch;
@@ -488,6 +558,8 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
                                .lazy_graphs = 1},
                            &p, &tta);
   const double opened = cli_now();
+  ttp_file_list walked = {0};
+  const int early_walked = early_walk_take(early, &walked);
   pthread_mutex_lock(&pr->lock);
   pr->p = p, pr->phase = WITH_FILES;
   pthread_mutex_unlock(&pr->lock);
@@ -535,11 +607,15 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
     pthread_mutex_unlock(&pr->lock);
     if (cli_stop_signal()) ttp_cancel(p); /* one came before: the run stops at once */
     /* Directories alone: walked while their first files are classified. */
-    ttp_status s = listed
-        ? ttp_classify_files(p, paths + done, count - done, &io, (int)threads, on_file, pr,
-                             &stats)
-        : ttp_classify_paths(p, (const char* const*)a->positional, (size_t)a->positional_count,
-                             &lo, &io, (int)threads, on_file, pr, &stats);
+    ttp_status s =
+        listed ? ttp_classify_files(p, paths + done, count - done, &io, (int)threads, on_file,
+                                    pr, &stats)
+        : early_walked
+            ? ttp_classify_files(p, (const char* const*)walked.paths, walked.count, &io,
+                                 (int)threads, on_file, pr, &stats)
+            : ttp_classify_paths(p, (const char* const*)a->positional,
+                                 (size_t)a->positional_count, &lo, &io, (int)threads, on_file, pr,
+                                 &stats);
     const int sig = cli_stop_signal();
     pthread_mutex_lock(&pr->lock);
     const int show = pr->show;
@@ -601,6 +677,7 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
   }
   free(paths);
   ttp_file_list_free(&list);
+  ttp_file_list_free(&walked);
   return rc;
 }
 

@@ -20,6 +20,7 @@ constexpr int kThreads = 256;
 constexpr int kAhead = 16;            // fc_threads: inputs in flight a thread
 constexpr int kTile = 64, kStep = 16;  // fc_tiles: a block's outputs and rows; inputs a step
 constexpr int kPer = kTile / 16;       // fc_tiles: a thread's outputs and rows (16 x 16 threads)
+constexpr int kTilesFrom = 1024;       // gpu_fc's choice: the tiles from this many rows
 
 // The epilogue both kernels share: sum + bias + z, the clamp, one rounding.
 template <typename T>
@@ -129,12 +130,9 @@ extern "C" ttp_status gpu_fc(const void* x, const void* weights, const float* bi
                              gpu_fc_kernel kernel, cudaStream_t stream, ttp_err* e) {
   if (n < 1 || n > 65535 * kTile || in < 1 || out < 1 || out > 65535 * kTile)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_fc: %d rows of %d to %d values", n, in, out);
-  // Tiles where they fill the GPU's SMs twice over, or where a thread an output would need more
-  // than 65535 rows of blocks; threads below that.
-  const bool tiles = kernel == GPU_FC_TILES ||
-                     (kernel == GPU_FC_ANY &&
-                      ((long long)((n + kTile - 1) / kTile) * ((out + kTile - 1) / kTile) >= 264 ||
-                       n > 65535));
+  // Tiles from kTilesFrom rows (bench_fc_lab: a thread an output was the faster at 320 rows, the
+  // tiles at 5120, on LeNet's ip1), so never a thread an output past 65535 rows of blocks.
+  const bool tiles = kernel == GPU_FC_TILES || (kernel == GPU_FC_ANY && n >= kTilesFrom);
   if (!tiles && n > 65535)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_fc: %d rows for a thread an output", n);
   if (half) launch<__half>(x, weights, bias, z, y, n, in, out, clamp, tiles, stream);
