@@ -560,6 +560,14 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
   const double opened = cli_now();
   ttp_file_list walked = {0};
   const int early_walked = early_walk_take(early, &walked);
+  if (early && rc == CLI_EXIT_OK && cli_flag(a, "verbose")) {
+    if (early_walked)
+      fprintf(stderr, "ttapipe: the walk ended while the engine started: %zu files\n",
+                      walked.count);
+    else
+      fprintf(stderr, "ttapipe: the walk outlasted the engine's start: walked again while "
+                      "classifying\n");
+  }
   pthread_mutex_lock(&pr->lock);
   pr->p = p, pr->phase = WITH_FILES;
   pthread_mutex_unlock(&pr->lock);
@@ -606,7 +614,8 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
     pr->rows_at = rows_at ? rows_shown : NULL;
     pthread_mutex_unlock(&pr->lock);
     if (cli_stop_signal()) ttp_cancel(p); /* one came before: the run stops at once */
-    /* Directories alone: walked while their first files are classified. */
+    /* Directories alone: the early walk's list, or walked while their first files are
+       classified. */
     ttp_status s =
         listed ? ttp_classify_files(p, paths + done, count - done, &io, (int)threads, on_file,
                                     pr, &stats)
