@@ -10,9 +10,10 @@
 
    Plan (cudnn_plan), where every allocation and synchronisation happens: a cuDNN handle on the
    runner's compute stream; which layers run together (a convolution or an fc and the residual
-   Add, ReLU and Clip that alone read it: one epilogue); the arena (model_plan_units: a value's room reused once
-   its last reader has run); each layer planned for every bucket; the workspaces. Where cuDNN
-   refuses a convolution in NHWC the plan starts again in NCHW, and the details say why.
+   Add, ReLU and Clip that alone read it: one epilogue); the arena (model_plan_units: a value's
+   room reused once its last reader has run); each layer planned for every bucket; the
+   workspaces. Where cuDNN refuses a convolution in NHWC the plan starts again in NCHW, and the
+   details say why.
    Enqueue (cudnn_enqueue), the body of every graph, launches only:
      augment kernel (device input -> copies; NHWC: reordered into value 0) -> each unit in
      order -> [fp16: widen the probabilities] -> merge kernel (-> device output: one record per
@@ -189,9 +190,10 @@ static void join(cudnn_net* g, int i, int j) {
   snprintf(g->layers[j].algo, sizeof g->layers[j].algo, "in %s's epilogue", g->m->layers[i].name);
 }
 
-/* A convolution or fc i whose output alone feeds a residual Add (with another value of its shape), a
-   ReLU and/or a Clip applies them in its epilogue, at the last one's place: the ReLU and the Clip
-   as one clamp (a ReLU then a Clip to hi: 0 to hi, PyTorch's ReLU6 as it exports it). */
+/* A convolution or fc i whose output alone feeds a residual Add (with another value of its
+   shape), a ReLU and/or a Clip applies them in its epilogue, at the last one's place: the ReLU
+   and the Clip as one clamp (a ReLU then a Clip to hi: 0 to hi, PyTorch's ReLU6 as it exports
+   it). */
 static void conv_unit(cudnn_net* g, const int* readers, int i) {
   const model* m = g->m;
   gpu_layer* L = &g->layers[i];
