@@ -358,8 +358,8 @@ static ttp_status cudnn_plan(const model* m, const engine_config* c, const gpu_b
   /* what was searched goes into the plan cache for the next process */
   gpu_plan_cache_write(&g->ctx, c->plan_cache, write_note, sizeof write_note);
   int n = snprintf(g->details, sizeof g->details,
-                   "%s%s; the plan: cuDNN loaded %.1f ms, its handle %.1f ms, the layers %.1f ms (the "
-                   "slowest %.1f ms, %s)%s%s%s%s",
+                   "%s%s; the plan: cuDNN loaded %.1f ms, its handle %.1f ms, the layers %.1f ms "
+                   "(the slowest %.1f ms, %s)%s%s%s%s",
                    g->ctx.nhwc ? "NHWC" : "NCHW", refused, 1e3 * g->ctx.libraries_s,
                    1e3 * g->ctx.handles_s, 1e3 * g->layers_s, 1e3 * g->slowest_s,
                    m->layers[g->slowest].name, read_note[0] ? "; " : "", read_note,

@@ -53,7 +53,8 @@ __global__ void __launch_bounds__(kThreads) fc_threads(
 #pragma unroll
     for (int a = 0; a < kAhead; a++) sum = fmaf(wv[a], xv[a], sum);
   }
-  for (; i < in; i++) sum = fmaf(gpu_wide(__ldg(wc + (size_t)i * out)), gpu_wide(__ldg(xr + i)), sum);
+  for (; i < in; i++)
+    sum = fmaf(gpu_wide(__ldg(wc + (size_t)i * out)), gpu_wide(__ldg(xr + i)), sum);
   store(sum, bias, z, y, row, o, out, clamp);
 }
 
