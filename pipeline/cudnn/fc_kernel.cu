@@ -6,9 +6,10 @@
 // for the whole warp), kAhead of each in flight before their multiply-adds.
 //
 // fc_tiles (many rows): a block computes kTile outputs x kTile rows, a thread 4 x 4 of them; kStep
-// inputs at a time, the block stages the weights' and the rows' slices in shared memory (padded a
-// column so that neither the stores nor the reads collide in a bank), then each thread adds their
-// products to its sixteen sums, one input after the other.
+// inputs at a time, the block stages the weights' and the rows' slices in shared memory (padded,
+// by one column and by two, so that neither the stores nor the reads collide in a bank: a warp
+// stores 16 inputs of two rows into xs), then each thread adds their products to its sixteen
+// sums, one input after the other.
 #include <cuda_fp16.h>
 
 #include "element.cuh"
@@ -63,7 +64,7 @@ __global__ void __launch_bounds__(kThreads) fc_tiles(
     const T* __restrict__ x, const T* __restrict__ w, const float* __restrict__ bias,
     const T* __restrict__ z, T* __restrict__ y, int n, int in, int out, gpu_clamp clamp) {
   __shared__ float ws[kStep][kTile + 1];  // [input][output]
-  __shared__ float xs[kStep][kTile + 1];  // [input][row]
+  __shared__ float xs[kStep][kTile + 2];  // [input][row]
   const int t = threadIdx.x, to = t % 16, tr = t / 16;
   const int o0 = blockIdx.y * kTile, r0 = blockIdx.x * kTile;
   float sum[kPer][kPer];
