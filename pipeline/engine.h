@@ -32,10 +32,10 @@ typedef int engine_cancel_flag;
 typedef atomic_int engine_cancel_flag;
 #endif
 
-/* What an engine is opened with: the checked options of ttp_open. */
 /* How a GPU engine uses CUDA Graphs (engine_config.use_graph, graph/graph.h). */
 enum { GRAPH_EAGER = 0, GRAPH_AT_PLAN = 1, GRAPH_LAZY = 2 };
 
+/* What an engine is opened with: the checked options of ttp_open. */
 typedef struct engine_config {
   int threads;             /* CPU engines: worker threads */
   int device;              /* GPU engines: CUDA device index */

@@ -77,8 +77,11 @@ int cli_engine_id(const char* name, ttp_engine* id);
 /* Whether the engine named `name` runs on the CPU (cpu, onednn): no CUDA call for it. NULL (no
    --engine, so auto): 0. */
 int cli_engine_on_host(const char* name);
-/* Whether open pipeline p runs on a GPU engine (its description names the engine first). */
-int cli_pipeline_on_gpu(ttp_pipeline* p);
+/* The name of the engine p opened (its description's first word), as cli_engine_names spells
+   it; "auto" if none matches. */
+const char* cli_opened_engine(const ttp_pipeline* p);
+/* Whether pipeline p (NULL: none opened) runs on a GPU engine. */
+int cli_pipeline_on_gpu(const ttp_pipeline* p);
 
 /* --precision (one of ttp_precision_name's names) into *p, left as it is when not given.
    Returns CLI_EXIT_OK or a usage error. */

@@ -87,18 +87,6 @@ static int split(const char* text, char* copy, size_t size, const char** items, 
 static size_t gpu_count(const bench* b) { return b->device_count > 1 ? (size_t)b->device_count : 1; }
 
 
-/* The name of the engine p opened (its description's first word), as cli_engine_names spells
-   it; "auto" if none matches. */
-static const char* opened_engine(const ttp_pipeline* p) {
-  const char* d = ttp_engine_description(p);
-  for (int i = 1; cli_engine_names[i]; i++) {
-    size_t n = strlen(cli_engine_names[i]);
-    if (!strncmp(d, cli_engine_names[i], n) && (d[n] == ',' || d[n] == ' ' || !d[n]))
-      return cli_engine_names[i];
-  }
-  return "auto";
-}
-
 /* Measures one point; returns 0, 1 when the point cannot run (printed as skipped), or 2 when
    auto opened a CPU engine for a point that only a GPU engine would make differ (fp16, graphs
    off: the fp32 point is the same). */
@@ -128,7 +116,7 @@ static int measure(bench* b, const char* engine, const char* precision, const ch
     return 1;
   }
   if (!strcmp(engine, "auto")) { /* the row names the engine auto opened */
-    engine = opened_engine(p);
+    engine = cli_opened_engine(p);
     if (cli_engine_on_host(engine)) {
       if (strcmp(precision, "fp32") || !strcmp(graph, "off")) {
         ttp_close(p);

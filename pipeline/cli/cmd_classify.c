@@ -296,9 +296,9 @@ enum { CLASSIFY_SLOTS = 8 };
 
 /* A job's files where their number is known before the pipeline opens (a list, or files named
    one by one, not directories or tar archives): a job of fewer than a batch of the library's
-   default size gets one batch of its size and the ring's least slots, so that the GPU engine allocates
-   and captures the graphs of that alone, not 8 slots of 1024 images and every bucket up to
-   1024 (--batch and --slots still decide when given). 0: not known before the walk. */
+   default size gets one batch of its size and the ring's least slots, so that the GPU engine
+   allocates and captures the graphs of that alone, not 8 slots of 1024 images and every bucket
+   up to 1024 (--batch and --slots still decide when given). 0: not known before the walk. */
 static size_t known_files(const cli_args* a, int listed, size_t listed_count) {
   if (listed) return listed_count;
   for (int i = 0; i < a->positional_count; i++) {
@@ -614,13 +614,12 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
     pr->rows_at = rows_at ? rows_shown : NULL;
     pthread_mutex_unlock(&pr->lock);
     if (cli_stop_signal()) ttp_cancel(p); /* one came before: the run stops at once */
-    /* Directories alone: the early walk's list, or walked while their first files are
-       classified. */
+    /* A list: the job's, or the early walk's; directories alone otherwise, walked while their
+       first files are classified. */
+    const char* const* files = listed ? paths + done : (const char* const*)walked.paths;
     ttp_status s =
-        listed ? ttp_classify_files(p, paths + done, count - done, &io, (int)threads, on_file,
-                                    pr, &stats)
-        : early_walked
-            ? ttp_classify_files(p, (const char* const*)walked.paths, walked.count, &io,
+        listed || early_walked
+            ? ttp_classify_files(p, files, listed ? count - done : walked.count, &io,
                                  (int)threads, on_file, pr, &stats)
             : ttp_classify_paths(p, (const char* const*)a->positional,
                                  (size_t)a->positional_count, &lo, &io, (int)threads, on_file, pr,

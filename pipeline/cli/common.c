@@ -94,15 +94,18 @@ int cli_engine_on_host(const char* name) {
   return name && (!strcmp(name, "cpu") || !strcmp(name, "onednn"));
 }
 
-int cli_pipeline_on_gpu(ttp_pipeline* p) {
-  const char* d = p ? ttp_engine_description(p) : NULL;
-  if (!d) return 0;
-  char first[16];
-  const size_t n = strcspn(d, " ,;");
-  if (n == 0 || n >= sizeof first) return 0;
-  memcpy(first, d, n);
-  first[n] = '\0';
-  return !cli_engine_on_host(first);
+const char* cli_opened_engine(const ttp_pipeline* p) {
+  const char* d = ttp_engine_description(p);
+  for (int i = 1; cli_engine_names[i]; i++) {
+    size_t n = strlen(cli_engine_names[i]);
+    if (!strncmp(d, cli_engine_names[i], n) && (d[n] == ',' || d[n] == ' ' || !d[n]))
+      return cli_engine_names[i];
+  }
+  return "auto";
+}
+
+int cli_pipeline_on_gpu(const ttp_pipeline* p) {
+  return p && !cli_engine_on_host(cli_opened_engine(p));
 }
 
 int cli_engine_id(const char* name, ttp_engine* id) {

@@ -19,13 +19,13 @@ typedef struct gpu_layer {
   const model_layer* l;
   int skip;        /* a ReLU or Add that runs in the epilogue of the fc or conv layer it reads */
   int fused_act;   /* an fc or conv layer that also applies the activation that alone reads it:
-                      a ReLU (fc, conv), a Clip or a ReLU and a Clip (conv) */
-  gpu_clamp clamp; /* conv with fused_act: that activation (conv_kernels.h) */
+                      a ReLU, a Clip, or a ReLU and a Clip (conv_unit) */
+  gpu_clamp clamp; /* with fused_act: that activation (conv_kernels.h) */
   int run_at;      /* where it runs (model_plan_units): itself, or its unit's last layer */
   int explicit_pad;     /* conv: its uneven padding written out into the scratch buffer first */
   int own;              /* conv: ttapipe's NHWC kernel (conv_kernels.h), not cuDNN's */
   int depthwise;        /* conv: ttapipe's NHWC depthwise kernel (depthwise_kernel.h) */
-  int residual;         /* conv: adds value z_value (a residual Add fused into it) */
+  int residual;         /* conv, fc: adds value z_value (a residual Add fused into it) */
   int z_value;
   model_shape x_shape;  /* conv: the input cuDNN sees (padded when explicit_pad) */
   int input_c;          /* conv: the channels its input holds, when more than its own (the

@@ -1,9 +1,9 @@
 /* ttapipe's NHWC depthwise convolution in fp16 or fp32 (one filter a channel: groups = channels
    in = out, as MobileNets' 3x3 layers have), which cuDNN runs only in NCHW: with it a MobileNet's
    activations stay NHWC for the tensor cores' 1x1 convolutions around it. The same epilogue as
-   conv_kernels.h's: + bias, + a residual z, the clamp (ReLU, ReLU6), rounded once to the element type. Memory-bound: each
-   output reads its window's inputs (from L1 after the first) and is written once. Launch only
-   (capture-safe). tests/bench/depthwise_lab.cu checks it against a CPU reference and times it
+   conv_kernels.h's: + bias, + a residual z, the clamp (ReLU, ReLU6), rounded once to the
+   element type. Memory-bound: each output reads its window's inputs (from L1 after the first)
+   and is written once. Launch only (capture-safe). tests/bench/depthwise_lab.cu checks it against a CPU reference and times it
    beside cuDNN's grouped convolution. */
 #ifndef TTP_DEPTHWISE_KERNEL_H
 #define TTP_DEPTHWISE_KERNEL_H
