@@ -1,7 +1,7 @@
 /* ttapipe's fully connected layer in fp16 or fp32: y = clamped(W x + bias + z) for each of n
    rows, with fp32 multiply-adds on the CUDA cores. The cudnn engine runs every fc with it rather
-   than with cuBLASLt, whose first use in a process costs about 100 ms of initialisation, more than
-   the rest of the engine's plan (BENCHMARKS.md, "Time to result").
+   than with cuBLASLt, whose first use in a process costs more initialisation than the rest of
+   the engine's plan (the figures: BENCHMARKS.md, "Time to result, steps 3 and 4").
 
    Each output is one chain of fused multiply-adds over its inputs in ascending order, from zero,
    then + bias, + z, the clamp and one rounding: the same bits whatever n, the kernel (a thread an
