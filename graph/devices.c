@@ -34,7 +34,7 @@ typedef struct gpu_devices {
   gpu_lane lanes[GPU_MAX_DEVICES];
   int lane_of[STREAM_MAX_SLOTS], slot_of[STREAM_MAX_SLOTS]; /* the core's slot -> lane, slot */
   int turn;                         /* where the next tie starts */
-  char description[1024];
+  char description[6600];
 } gpu_devices;
 
 static uint8_t* devices_input(void* impl, int s) {

@@ -49,7 +49,7 @@ typedef struct gpu_runner {
      later call is refused with it. */
   int lost;
   char lost_why[ERR_MESSAGE_SIZE];
-  char description[1600];
+  char description[6400];
 } gpu_runner;
 
 long long gpu_fault_batch = -1, gpu_refuse_batch = -1;

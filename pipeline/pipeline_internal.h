@@ -38,7 +38,7 @@ struct ttp_pipeline {
   char plan_cache[4096];      /* options.plan_cache as a path ("": none) */
   atomic_int cancel;          /* ttp_cancel: stop the files path after the batches in flight */
   double model_s, engine_s;   /* ttp_startup's: reading the model, opening the engine */
-  char description[2400];
+  char description[6800];
 };
 
 /* TTP_OK when no batch of ttp_submit is in flight; else refused (recorded): the calls that run

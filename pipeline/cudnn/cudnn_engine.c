@@ -293,14 +293,43 @@ static ttp_status plan_layers(cudnn_net* g, ttp_err* e) {
     const double took = clock_seconds() - at;
     if (took > g->slowest_s) g->slowest_s = took, g->slowest = i;
   }
-  g->layers_s = clock_seconds() - start;
   TRY(plan_workspaces(&g->ctx, e));
+  g->layers_s = clock_seconds() - start;
   char what[96];
   snprintf(what, sizeof what, "the values of %zu-row batches (images x copies)", rows);
   TRY(gpu_alloc(&g->arena, rows * g->plan.arena * g->ctx.elem, what, e));
   if (g->ctx.half)
     TRY(gpu_alloc((void**)&g->probs, rows * m->classes * sizeof(float), "the probabilities", e));
   return TTP_OK;
+}
+
+/* A chain's convolutions on cuDNN's tensor cores checked for the same bits in every bucket
+   (gpu_conv_check), in the arena before any batch runs: up to 64 images' rows compared. Graphs
+   are not checked (their fp16 rows are held to a tolerance across batch sizes: tests/gpu). */
+static ttp_status check_chain(cudnn_net* g, ttp_err* e) {
+  const model* m = g->m;
+  const gpu_context* ctx = &g->ctx;
+  int at;
+  if (ctx->buckets < 2 || !ctx->tensor_cores || !model_is_chain(m, &at)) return TTP_OK;
+  g->checked = 1;
+  gpu_conv_probe probe = {.ref_rows = ctx->rows[ctx->buckets - 2]};
+  if (probe.ref_rows > 64 * g->cfg.spec.copies) probe.ref_rows = 64 * g->cfg.spec.copies;
+  size_t most = 0;
+  for (int i = 0; i < m->layer_count; i++)
+    if (m->layers[i].op == MODEL_CONV && model_shape_size(m->layers[i].out) > most)
+      most = model_shape_size(m->layers[i].out);
+  ttp_status s = gpu_alloc(&probe.ref, (size_t)probe.ref_rows * most * ctx->elem,
+                           "a convolution's check", e);
+  if (s == TTP_OK) s = gpu_alloc((void**)&probe.differ, sizeof *probe.differ, "a counter", e);
+  for (int i = 0; i < m->layer_count && s == TTP_OK; i++) {
+    gpu_layer* L = &g->layers[i];
+    if (L->skip || m->layers[i].op != MODEL_CONV) continue;
+    for (int b = 0; b < ctx->buckets; b++)
+      probe.x[b] = value_at(g, m->layers[i].inputs[0], b), probe.y[b] = value_at(g, L->run_at + 1, b);
+    s = gpu_conv_check(&g->ctx, L, &probe, e);
+  }
+  cudaFree(probe.ref), cudaFree(probe.differ);
+  return s;
 }
 
 static void cudnn_destroy(void* state);
@@ -323,6 +352,9 @@ static ttp_status plan_net(const model* m, const engine_config* c, const gpu_buc
   if (s == TTP_OK) gpu_plan_cache_read(&g->ctx, c->plan_cache, note, sizeof note);
   if (!cache_note[0]) snprintf(cache_note, cache_size, "%s", note);
   if (s == TTP_OK) s = plan_layers(g, e);
+  const double at = clock_seconds();
+  if (s == TTP_OK) s = check_chain(g, e);
+  g->check_s = clock_seconds() - at;
   if (s != TTP_OK) {
     cudnn_destroy(g);
     return s;
@@ -357,12 +389,16 @@ static ttp_status cudnn_plan(const model* m, const engine_config* c, const gpu_b
   if (s != TTP_OK) return s;
   /* what was searched goes into the plan cache for the next process */
   gpu_plan_cache_write(&g->ctx, c->plan_cache, write_note, sizeof write_note);
+  char checked[80] = "";
+  if (g->checked)
+    snprintf(checked, sizeof checked, ", the convolutions' rows checked in every bucket %.1f ms",
+             1e3 * g->check_s);
   int n = snprintf(g->details, sizeof g->details,
                    "%s%s; the plan: cuDNN loaded %.1f ms, its handle %.1f ms, the layers %.1f ms "
-                   "(the slowest %.1f ms, %s)%s%s%s%s",
+                   "(the slowest %.1f ms, %s)%s%s%s%s%s",
                    g->ctx.nhwc ? "NHWC" : "NCHW", refused, 1e3 * g->ctx.libraries_s,
                    1e3 * g->ctx.handles_s, 1e3 * g->layers_s, 1e3 * g->slowest_s,
-                   m->layers[g->slowest].name, read_note[0] ? "; " : "", read_note,
+                   m->layers[g->slowest].name, checked, read_note[0] ? "; " : "", read_note,
                    write_note[0] ? "; " : "", write_note);
   for (int i = 0; i < m->layer_count && n >= 0 && (size_t)n < sizeof g->details; i++)
     if (g->layers[i].algo[0])

@@ -38,6 +38,7 @@ typedef struct gpu_layer {
   cudnnFilterDescriptor_t filter;
   cudnnConvolutionDescriptor_t conv;
   cudnnConvolutionFwdAlgo_t conv_algo;
+  cudnnMathType_t conv_math;
   cudnnLRNDescriptor_t lrn;
   int fused_epilogue;   /* conv on cuDNN: bias, residual and ReLU in its fused call */
   cudnnTensorDescriptor_t bias_desc;
@@ -91,8 +92,10 @@ typedef struct cudnn_net {
   void* input;      /* the input value when padded; else it lies in the arena */
   float* probs;  /* fp16 only: the softmax output widened for the merge */
   double layers_s, slowest_s; /* planning the layers, and the slowest of them (its index) */
+  double check_s; /* check_chain: the convolutions' rows checked in every bucket (when checked) */
+  int checked;
   int slowest;
-  char details[1400];
+  char details[6144];
 } cudnn_net;
 
 extern const gpu_network_ops cudnn_network;
@@ -109,6 +112,25 @@ int gpu_depthwise_suits(const model_layer* l);
    ctx->conv_workspace_size to what it needs. The workspaces are allocated after every layer is
    planned. */
 ttp_status gpu_layer_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e);
+/* Where gpu_conv_check runs a convolution: its input and output for every bucket (the plan's
+   arena), room for ref_rows rows of its output, and a device counter. */
+typedef struct gpu_conv_probe {
+  void* x[GPU_MAX_BUCKETS];
+  void* y[GPU_MAX_BUCKETS];
+  void* ref;
+  int ref_rows;
+  unsigned* differ;
+} gpu_conv_probe;
+/* Whether convolution L, on cuDNN's tensor-core math, gives a row the same bits in every bucket:
+   hashed inputs through each bucket, the first ref_rows rows compared; where not, the layer's
+   details say so. cuDNN may run another kernel for another row count under the same algorithm,
+   and its fp32 sums then round differently now and then, which fp16 storage sometimes keeps.
+   Nothing else is tried: cuDNN's other implicit GEMM and FMA math gave the same bits on LeNet's
+   conv2 but ran several times slower there and up to 10x on ResNet-20 (BENCHMARKS.md). Other
+   layers, FMA math (one sum order: tests/gpu checks fp32's bits) and residual convolutions:
+   nothing. Synchronises. */
+ttp_status gpu_conv_check(const gpu_context* ctx, gpu_layer* L, const gpu_conv_probe* probe,
+                          ttp_err* e);
 /* Launches layer L for bucket b on ctx->stream: its inputs in[0 .. input_count - 1] -> out.
    Launches only. */
 ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,

@@ -220,6 +220,27 @@ __global__ void pool_kernel(int max, int count_pad, const T* __restrict__ in, gp
   }
 }
 
+// Element i: a value in [-1, 1) from a hash of (seed, i) (splitmix64's finaliser).
+template <typename T>
+__global__ void fill_kernel(T* __restrict__ out, size_t count, unsigned long long seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+       i += (size_t)gridDim.x * blockDim.x) {
+    unsigned long long h = seed + 0x9e3779b97f4a7c15ull * (i + 1);
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    store(&out[i], (float)(h >> 40) * 0x1p-23f - 1.0f);
+  }
+}
+
+__global__ void differ_kernel(const unsigned char* __restrict__ a,
+                              const unsigned char* __restrict__ b, size_t bytes,
+                              unsigned* __restrict__ count) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < bytes;
+       i += (size_t)gridDim.x * blockDim.x)
+    if (a[i] != b[i]) atomicAdd(count, 1u);
+}
+
 ttp_status launched(const char* what, ttp_err* e) {
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return ERR(e, TTP_ERR_CUDA, "%s launch: %s", what, cudaGetErrorString(err));
@@ -361,4 +382,20 @@ extern "C" ttp_status gpu_pool(int max, int count_pad, const void* in, gpu_dims 
     pool_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
         max, count_pad, static_cast<const float*>(in), i, static_cast<float*>(out), o, total, w);
   return launched("pool_kernel", e);
+}
+
+extern "C" ttp_status gpu_fill_hashed(void* out, size_t count, int half, unsigned long long seed,
+                                      cudaStream_t stream, ttp_err* e) {
+  if (half)
+    fill_kernel<<<blocks_for(count), kThreads, 0, stream>>>(static_cast<__half*>(out), count, seed);
+  else
+    fill_kernel<<<blocks_for(count), kThreads, 0, stream>>>(static_cast<float*>(out), count, seed);
+  return launched("fill_kernel", e);
+}
+
+extern "C" ttp_status gpu_count_differing(const void* a, const void* b, size_t bytes,
+                                          unsigned* count, cudaStream_t stream, ttp_err* e) {
+  differ_kernel<<<blocks_for(bytes), kThreads, 0, stream>>>(
+      static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(b), bytes, count);
+  return launched("differ_kernel", e);
 }

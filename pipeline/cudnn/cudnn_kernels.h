@@ -1,7 +1,8 @@
 /* The cudnn engine's own small kernels, where cuDNN is slow or has nothing: the bias of a
    convolution, the pointwise activations, the elementwise layers of graphs (Add, Mul, ...,
    with broadcasts), per-channel affines, pooling of any window, the copies that move values
-   about (slice, pad, shuffle), and conversions between fp32 and fp16. Tensors are NCHW over
+   about (slice, pad, shuffle), conversions between fp32 and fp16, and two the plan checks a
+   convolution's bits with (a hashed fill, a byte count). Tensors are NCHW over
    `rows` rows (images x copies); "half": fp16 values (computed in fp32, rounded to nearest once),
    else fp32. Each follows its CPU reference in pipeline/cpu/cpu_layers.h. Launch only
    (capture-safe). */
@@ -103,6 +104,15 @@ ttp_status gpu_pool(int max, int count_pad, const void* in, gpu_dims i, void* ou
 /* out[i] = in[i] rounded to nearest fp16 (to_half) or widened to fp32 (to_float). */
 ttp_status gpu_to_half(const float* in, void* out, size_t count, cudaStream_t stream, ttp_err* e);
 ttp_status gpu_to_float(const void* in, float* out, size_t count, cudaStream_t stream, ttp_err* e);
+
+/* out[i] (count values of the engine's type) = a value in [-1, 1) hashed from (seed, i): the
+   same inputs on every run, made on the device. */
+ttp_status gpu_fill_hashed(void* out, size_t count, int half, unsigned long long seed,
+                           cudaStream_t stream, ttp_err* e);
+
+/* Adds to *count (device memory) how many of the bytes of a and b differ. */
+ttp_status gpu_count_differing(const void* a, const void* b, size_t bytes, unsigned* count,
+                               cudaStream_t stream, ttp_err* e);
 
 #ifdef __cplusplus
 }

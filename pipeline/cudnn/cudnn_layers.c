@@ -29,9 +29,11 @@
 
    Batch invariance: one algorithm per layer for every bucket, and no split-K, so that a row's
    arithmetic does not depend on how many rows share the batch; tests/gpu checks the bits. In
-   fp16 cuDNN's tensor-core convolutions of some shapes (a residual network's 16-channel ones)
-   still round differently at another batch size: test_cudnn_graph holds fp16 graphs to the
-   tolerance there, and graph against eager to the bits. */
+   fp16 and tf32 cuDNN's tensor-core convolutions of some shapes (a residual network's
+   16-channel ones, LeNet's conv2) still round differently at another batch size:
+   test_cudnn_graph holds fp16 graphs to the tolerance there, and graph against eager to the
+   bits; on a chain the plan checks each such convolution (gpu_conv_check) and its details name
+   those that differ. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -551,15 +553,16 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
     note = ", own pick for these large buckets";
   }
   L->conv_algo = pick.algo;
+  L->conv_math = ctx->tensor_cores ? pick.math : CUDNN_FMA_MATH;
   if (workspace > ctx->conv_workspace_size) ctx->conv_workspace_size = workspace;
   /* The bias, the residual and the ReLU in cuDNN's fused call (one pass over the output instead
      of two) where it takes them: it needs a bias, applies no clamp but the ReLU, and runs the
      identity activation with the precomputed implicit GEMM alone. Not for grouped
      convolutions, which it ran slower than the convolution and ttapipe's epilogue
      (BENCHMARKS.md). In fp16 it rounds differently at
-     another batch size (seen on a LeNet-shaped chain): a chain, whose rows keep their bits in
-     every batch, keeps the epilogue kernel there; graph networks in fp16 are held to the
-     tolerance across batch sizes already. */
+     another batch size (seen on a LeNet-shaped chain): a chain keeps the epilogue kernel there,
+     one source of differing bits fewer; graph networks in fp16 are held to the tolerance across
+     batch sizes already. */
   int at;
   const int chain = !ctx->m || model_is_chain(ctx->m, &at);
   L->fused_epilogue =
@@ -626,6 +629,54 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
   if (!L->bias && !z && !L->fused_act) return TTP_OK;
   return gpu_epilogue(out, L->bias, z, clamp_of(L), (size_t)ctx->rows[b], dims(ctx, l->out),
                       ctx->half, ctx->stream, e);
+}
+
+/* Convolution L for bucket b on hashed input (the same first rows in every bucket) into
+   probe->y[b]. */
+static ttp_status probe_bucket(const gpu_context* ctx, const gpu_layer* L,
+                               const gpu_conv_probe* probe, int b, ttp_err* e) {
+  const model_layer* l = L->l;
+  const size_t row = (size_t)(L->input_c ? L->input_c : l->in.c) * l->in.h * l->in.w;
+  TRY(gpu_fill_hashed(probe->x[b], (size_t)ctx->rows[b] * row, ctx->half, 1, ctx->stream, e));
+  const void* in[1] = {probe->x[b]};
+  return conv_enqueue(ctx, L, b, in, probe->y[b], e);
+}
+
+/* How many bytes of each smaller bucket's first rows (up to probe->ref_rows) differ from the
+   same rows of the largest bucket, into *count. Waits for the result. */
+static ttp_status rows_differing(const gpu_context* ctx, const gpu_layer* L,
+                                 const gpu_conv_probe* probe, unsigned* count, ttp_err* e) {
+  const size_t row = model_shape_size(L->l->out) * ctx->elem;
+  const int last = ctx->buckets - 1;
+  *count = 0;
+  TRY(probe_bucket(ctx, L, probe, last, e));
+  CUDA_TRY(e, cudaMemcpyAsync(probe->ref, probe->y[last], (size_t)probe->ref_rows * row,
+                              cudaMemcpyDeviceToDevice, ctx->stream));
+  CUDA_TRY(e, cudaMemsetAsync(probe->differ, 0, sizeof *probe->differ, ctx->stream));
+  for (int b = 0; b < last; b++) {
+    TRY(probe_bucket(ctx, L, probe, b, e));
+    const int rows = ctx->rows[b] < probe->ref_rows ? ctx->rows[b] : probe->ref_rows;
+    TRY(gpu_count_differing(probe->ref, probe->y[b], (size_t)rows * row, probe->differ,
+                            ctx->stream, e));
+  }
+  CUDA_TRY(e, cudaMemcpyAsync(count, probe->differ, sizeof *count, cudaMemcpyDeviceToHost,
+                              ctx->stream));
+  CUDA_TRY(e, cudaStreamSynchronize(ctx->stream));
+  return TTP_OK;
+}
+
+ttp_status gpu_conv_check(const gpu_context* ctx, gpu_layer* L, const gpu_conv_probe* probe,
+                          ttp_err* e) {
+  if (L->l->op != MODEL_CONV || L->own || L->depthwise || L->residual || ctx->buckets < 2 ||
+      !(L->conv_math == CUDNN_TENSOR_OP_MATH ||
+        L->conv_math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+    return TTP_OK;
+  unsigned count = 0;
+  TRY(rows_differing(ctx, L, probe, &count, e));
+  const size_t used = strlen(L->algo);
+  if (count)
+    snprintf(L->algo + used, sizeof L->algo - used, "; its rows round differently by bucket");
+  return TTP_OK;
 }
 
 /* ---- maxpool, relu, lrn, softmax ----------------------------------------------------------- */
