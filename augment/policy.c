@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,15 @@ enum { POLICY_MAX_BYTES = 64 * 1024 };
 
 static const char* const merges[] = {"mean", "vote", "max", "gmean"};
 static const char* const kinds[] = {"uniform", "gaussian"};
+static const char* const edges[] = {"zero", "replicate", "reflect"};
 
 typedef enum key_id { K_COPIES, K_ORIGINAL, K_SHIFT, K_CONTRAST, K_BRIGHTNESS, K_NOISE,
-                      K_NOISE_KIND, K_CLAMP, K_SEED, K_MERGE, K_TEMPERATURE, K_COUNT } key_id;
+                      K_NOISE_KIND, K_CLAMP, K_SEED, K_MERGE, K_TEMPERATURE, K_FLIP_H, K_FLIP_V,
+                      K_ROTATE, K_SCALE, K_TRANSLATE, K_EDGE, K_COUNT } key_id;
 static const char* const keys[K_COUNT] = {"copies", "keep_original", "shift", "contrast",
                                           "brightness", "noise", "noise_kind", "clamp", "seed",
-                                          "merge", "temperature"};
+                                          "merge", "temperature", "flip_h", "flip_v", "rotate",
+                                          "scale", "translate", "edge"};
 
 /* s without the spaces and tabs around it (in place). */
 static char* trim(char* s) {
@@ -58,12 +62,14 @@ static int take(char* line, ttp_tta* t, int* seen, char* why, size_t size) {
   switch ((key_id)k) {
   case K_CONTRAST:
   case K_BRIGHTNESS:
+  case K_SCALE:
     if (!comma) return snprintf(why, size, "%s: LOW, HIGH", keys[k]), -1;
     *comma = '\0';
     if (!number(trim(value), &a) || !number(trim(comma + 1), &b))
       return snprintf(why, size, "%s: two numbers, LOW, HIGH", keys[k]), -1;
     if (k == K_CONTRAST) t->contrast_min = (float)a, t->contrast_max = (float)b;
-    else t->brightness_min = (float)a, t->brightness_max = (float)b;
+    else if (k == K_BRIGHTNESS) t->brightness_min = (float)a, t->brightness_max = (float)b;
+    else t->scale_min = (float)a, t->scale_max = (float)b;
     return 0;
   case K_COPIES:
   case K_SHIFT:
@@ -74,10 +80,23 @@ static int take(char* line, ttp_tta* t, int* seen, char* why, size_t size) {
     return 0;
   case K_NOISE:
   case K_TEMPERATURE:
+  case K_FLIP_H:
+  case K_FLIP_V:
+  case K_ROTATE:
+  case K_TRANSLATE: {
     if (!number(value, &a)) return snprintf(why, size, "%s: a number", keys[k]), -1;
-    if (k == K_NOISE) t->noise = (float)a;
-    else t->temperature = (float)a;
+    float* field[K_COUNT] = {[K_NOISE] = &t->noise, [K_TEMPERATURE] = &t->temperature,
+                             [K_FLIP_H] = &t->flip_h, [K_FLIP_V] = &t->flip_v,
+                             [K_ROTATE] = &t->rotate, [K_TRANSLATE] = &t->translate};
+    *field[k] = (float)a;
     return 0;
+  }
+  case K_EDGE: {
+    const int i = choice(value, edges, 3);
+    if (i < 0) return snprintf(why, size, "edge: zero, replicate or reflect"), -1;
+    t->edge = (ttp_edge)i;
+    return 0;
+  }
   case K_SEED: {
     char* end;
     errno = 0;
@@ -196,6 +215,17 @@ ttp_status ttp_write_tta_policy(const char* path, const ttp_tta* t, const char* 
             shortest(t->noise, b[4]), kinds[t->noise_kind == TTP_NOISE_GAUSSIAN],
             t->clamp ? "yes" : "no", t->seed, (unsigned)t->merge < 4 ? merges[t->merge] : "mean",
             shortest(t->temperature, b[5]));
+    /* the geometric views where the caller's structure has them and any is on */
+    const int has = t->struct_size >= offsetof(ttp_tta, edge) + sizeof t->edge;
+    if (has && (t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||
+                t->scale_max != 1.0f || t->translate > 0 || t->edge != TTP_EDGE_ZERO)) {
+      char g[6][32];
+      fprintf(f, "flip_h = %s\nflip_v = %s\nrotate = %s\nscale = %s, %s\ntranslate = %s\n"
+                 "edge = %s\n",
+              shortest(t->flip_h, g[0]), shortest(t->flip_v, g[1]), shortest(t->rotate, g[2]),
+              shortest(t->scale_min, g[3]), shortest(t->scale_max, g[4]),
+              shortest(t->translate, g[5]), (unsigned)t->edge < 3 ? edges[t->edge] : "zero");
+    }
     if (fclose(f) != 0) ERR(&e, TTP_ERR_IO, "%s: writing failed", path);
   }
   err_copy_out(&e, error, error_size);

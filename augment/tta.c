@@ -22,6 +22,8 @@ void ttp_tta_init(ttp_tta* t) {
   t->seed = 0;
   t->merge = TTP_MERGE_MEAN;
   t->temperature = 1.0f;
+  t->scale_min = t->scale_max = 1.0f;
+  t->edge = TTP_EDGE_ZERO;
 }
 
 ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge,
@@ -59,6 +61,21 @@ ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge,
   if (!in_range(t->temperature, 0.01, 100))
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA temperature must be 0.01..100, not %g",
                t->temperature);
+  if (!in_range(t->flip_h, 0, 1) || !in_range(t->flip_v, 0, 1))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA mirror probabilities must be 0..1, not %g, %g",
+               t->flip_h, t->flip_v);
+  if (!in_range(t->rotate, 0, 180))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA rotation must be 0..180 degrees, not %g",
+               t->rotate);
+  if (!in_range(t->scale_min, 0.25, 4) || !in_range(t->scale_max, t->scale_min, 4))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT,
+               "TTA scale range must satisfy 0.25 <= min <= max <= 4, not %g..%g", t->scale_min,
+               t->scale_max);
+  if (!in_range(t->translate, 0, AUG_MAX_SHIFT))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA translation must be 0..%d pixels, not %g",
+               AUG_MAX_SHIFT, t->translate);
+  if ((unsigned)t->edge > TTP_EDGE_REFLECT)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "unknown TTA edge mode %d", (int)t->edge);
   *out = (aug_spec){
       .copies = t->copies,
       .keep_original = t->keep_original != 0,
@@ -74,6 +91,15 @@ ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge,
       .seed_hi = (uint32_t)(t->seed >> 32),
       .scaled = 0,
       .std = {1.0f, 1.0f, 1.0f},
+      .geometric = t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||
+                   t->scale_max != 1.0f || t->translate > 0 || t->edge != TTP_EDGE_ZERO,
+      .flip_h = t->flip_h,
+      .flip_v = t->flip_v,
+      .rotate_turns = t->rotate / 360.0f,
+      .scale_lo = t->scale_min,
+      .scale_hi = t->scale_max,
+      .translate = t->translate,
+      .edge = (int)t->edge,
   };
   *merge = t->merge;
   if (temperature) *temperature = t->temperature;
@@ -104,8 +130,18 @@ void aug_make_copy(const aug_spec* s, uint64_t key, int copy, const uint8_t* ima
     if (!p.identity) aug_noise4(s, key, (uint32_t)copy, (uint32_t)block, noise);
     for (int j = 0; j < 4 && 4 * block + j < n; j++) {
       const int i = 4 * block + j, channel = i / plane, at = i % plane;
-      const int src = aug_source_index(&p, at / cols, at % cols, rows, cols);
-      const float x = src < 0 ? 0.0f : (float)image[channel * plane + src] / 255.0f;
+      const uint8_t* source = image + channel * plane;
+      float x;
+      if (p.geometric) {
+        int taps[4];
+        float v[4], wx, wy;
+        aug_source_taps(s, &p, at / cols, at % cols, rows, cols, taps, &wx, &wy);
+        for (int t = 0; t < 4; t++) v[t] = taps[t] < 0 ? 0.0f : (float)source[taps[t]] / 255.0f;
+        x = aug_bilinear(v, wx, wy);
+      } else {
+        const int src = aug_source_index(&p, at / cols, at % cols, rows, cols);
+        x = src < 0 ? 0.0f : (float)source[src] / 255.0f;
+      }
       out[i] = aug_pixel(s, &p, channel, x, noise[j]);
     }
   }

@@ -92,7 +92,8 @@ __device__ void aug_block_params(const aug_spec& spec, uint64_t key, int first, 
 }
 
 // Copy c of the image (shared, channels x rows x cols) with parameters p into dst: pixel (y, x)
-// of channel ch at dst[(ch rows + y) pitch + x]. Each thread makes four consecutive pixels at a
+// of channel ch at dst[(ch rows + y) pitch + x]; a geometric copy's pixel the bilinear value of
+// four (aug_source_taps). Each thread makes four consecutive pixels at a
 // time (one Philox call gives their noise; one division finds the first one's place).
 template <int THREADS, typename T, typename Image>
 __device__ void aug_block_copy(const aug_spec& spec, const aug_params& p, uint64_t key, int c,
@@ -104,8 +105,19 @@ __device__ void aug_block_copy(const aug_spec& spec, const aug_params& p, uint64
     if (!p.identity) aug_noise4(&spec, key, (uint32_t)c, (uint32_t)g, noise);
     int ch = 4 * g / plane, y = (4 * g - ch * plane) / cols, x = 4 * g - ch * plane - y * cols;
     for (int j = 0; j < 4 && 4 * g + j < n; j++) {
-      const int s = aug_source_index(&p, y, x, rows, cols);
-      const float v = s < 0 ? 0.0f : aug_pixel_at(image, ch * plane + s);
+      float v;
+      if (p.geometric) {
+        int taps[4];
+        float t[4], wx, wy;
+        aug_source_taps(&spec, &p, y, x, rows, cols, taps, &wx, &wy);
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+          t[k] = taps[k] < 0 ? 0.0f : aug_pixel_at(image, ch * plane + taps[k]);
+        v = aug_bilinear(t, wx, wy);
+      } else {
+        const int s = aug_source_index(&p, y, x, rows, cols);
+        v = s < 0 ? 0.0f : aug_pixel_at(image, ch * plane + s);
+      }
       dst[(ch * rows + y) * pitch + x] = aug_to<T>(aug_pixel(&spec, &p, ch, v, noise[j]));
       if (++x == cols) {
         x = 0;

@@ -44,13 +44,30 @@ typedef struct aug_spec {
      (aug_spec_from leaves it off: mean 0, std 1, and the pipeline sets it from the model). */
   int scaled;
   float mean[3], std[3];
+  /* The geometric views (ttp_tta's flip_h .. edge): when `geometric`, every copy but a kept
+     original goes through aug_copy_geometry's sampling, else through the whole-pixel shift
+     alone, as before these views existed. */
+  int geometric;
+  float flip_h, flip_v;       /* the probability of each mirror */
+  float rotate_turns;         /* largest rotation, in turns (degrees / 360) */
+  float scale_lo, scale_hi;   /* zoom about the centre */
+  float translate;            /* largest sub-pixel translation, in pixels */
+  int edge;                   /* aug_edge */
 } aug_spec;
+
+/* What enters a geometric view from outside the image. */
+enum aug_edge { AUG_EDGE_ZERO = 0, AUG_EDGE_REPLICATE = 1, AUG_EDGE_REFLECT = 2 };
 
 /* One copy's parameters. */
 typedef struct aug_params {
   int dx, dy; /* the image moves right by dx and down by dy; what enters is black */
   float contrast, brightness;
   int identity; /* copy 0 kept as it is: no change and no noise */
+  /* Geometric (spec's geometric, not identity): the source point of an output pixel at (u, v)
+     from the centre is (m00 u' + m01 v', m10 u' + m11 v') from the centre, u' = u - tx,
+     v' = v - ty. */
+  int geometric;
+  float m00, m01, m10, m11, tx, ty;
 } aug_params;
 
 enum { AUG_PURPOSE_PARAMS = 1, AUG_PURPOSE_NOISE = 2 };
@@ -160,17 +177,35 @@ AUG_FN void aug_sincos_turn(float t, float* sine, float* cosine) {
 /* ---- a copy's parameters and noise ---------------------------------------------------------- */
 
 AUG_FN aug_params aug_copy_params(const aug_spec* s, uint64_t key, uint32_t copy) {
-  aug_params p;
-  if (copy == 0 && s->keep_original) {
-    p.dx = 0, p.dy = 0, p.contrast = 1.0f, p.brightness = 0.0f, p.identity = 1;
-    return p;
-  }
+  aug_params p = {0, 0, 1.0f, 0.0f, 1, 0, 1.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f};
+  if (copy == 0 && s->keep_original) return p; /* the identity */
   aug_u32x4 r = aug_random(s, key, copy, AUG_PURPOSE_PARAMS, 0);
   p.dx = aug_shift_of(r.v[0], s->shift);
   p.dy = aug_shift_of(r.v[1], s->shift);
   p.contrast = aug_lerp(s->contrast_lo, s->contrast_hi, aug_unit(r.v[2]));
   p.brightness = aug_lerp(s->brightness_lo, s->brightness_hi, aug_unit(r.v[3]));
   p.identity = 0;
+  p.geometric = s->geometric;
+  if (!s->geometric) return p;
+  /* Six more uniforms from blocks 1 and 2 of the same purpose: the mirrors, the angle, the
+     scale and the sub-pixel translation. The inverse map, a mirror after the inverse rotation
+     and scale: source = F R(-angle) (output - translation) / scale, about the centre. */
+  aug_u32x4 g = aug_random(s, key, copy, AUG_PURPOSE_PARAMS, 1);
+  aug_u32x4 h = aug_random(s, key, copy, AUG_PURPOSE_PARAMS, 2);
+  const float mirror_x = aug_unit(g.v[0]) < s->flip_h ? -1.0f : 1.0f;
+  const float mirror_y = aug_unit(g.v[1]) < s->flip_v ? -1.0f : 1.0f;
+  float turn = aug_lerp(-s->rotate_turns, s->rotate_turns, aug_unit(g.v[2]));
+  if (turn < 0.0f) turn = turn + 1.0f; /* aug_sincos_turn takes [0, 1) */
+  if (turn >= 1.0f) turn = 0.0f;
+  float sine, cosine;
+  aug_sincos_turn(turn, &sine, &cosine);
+  const float scale = aug_lerp(s->scale_lo, s->scale_hi, aug_unit(g.v[3]));
+  const float c = cosine / scale, sn = sine / scale;
+  /* R(-a) = [cos sin; -sin cos] with y down: a positive angle turns the content clockwise */
+  p.m00 = mirror_x * c, p.m01 = mirror_x * sn;
+  p.m10 = mirror_y * -sn, p.m11 = mirror_y * c;
+  p.tx = (float)p.dx + aug_lerp(-s->translate, s->translate, aug_unit(h.v[0]));
+  p.ty = (float)p.dy + aug_lerp(-s->translate, s->translate, aug_unit(h.v[1]));
   return p;
 }
 
@@ -214,6 +249,63 @@ AUG_FN float aug_pixel(const aug_spec* s, const aug_params* p, int channel, floa
 AUG_FN int aug_source_index(const aug_params* p, int y, int x, int rows, int cols) {
   int sy = y - p->dy, sx = x - p->dx;
   return sy < 0 || sy >= rows || sx < 0 || sx >= cols ? -1 : sy * cols + sx;
+}
+
+/* Index i of a line of n pixels under the edge mode: itself inside; outside, -1 (zero), the
+   nearest end (replicate), or mirrored about the end pixels without repeating them (reflect:
+   -1 reads 1, n reads n - 2, as PyTorch's reflect padding). */
+AUG_FN int aug_edge_index(int i, int n, int edge) {
+  if (i >= 0 && i < n) return i;
+  if (edge == AUG_EDGE_ZERO) return -1;
+  if (edge == AUG_EDGE_REPLICATE || n == 1) return i < 0 ? 0 : n - 1;
+  const int period = 2 * (n - 1);
+  int k = i % period;
+  if (k < 0) k += period;
+  return k < n ? k : period - k;
+}
+
+/* A geometric copy's source of output pixel (y, x): the plane indices of the four pixels
+   around it (-1 where the zero edge brings in black) in the order top left, top right, bottom
+   left, bottom right, and the weights wx, wy of the right and bottom ones. Every operation one
+   IEEE float operation in the order written. */
+AUG_FN void aug_source_taps(const aug_spec* s, const aug_params* p, int y, int x, int rows,
+                            int cols, int taps[4], float* wx, float* wy) {
+  const float cx = (float)(cols - 1) * 0.5f, cy = (float)(rows - 1) * 0.5f;
+  float u = (float)x - cx, v = (float)y - cy;
+  u = u - p->tx;
+  v = v - p->ty;
+  float sx = p->m00 * u;
+  sx = sx + p->m01 * v;
+  sx = sx + cx;
+  float sy = p->m10 * u;
+  sy = sy + p->m11 * v;
+  sy = sy + cy;
+  /* far outside: clamped first, so that the integers below cannot overflow */
+  const float far = 4.0f * (float)(rows > cols ? rows : cols) + 4.0f;
+  sx = sx < -far ? -far : sx > far ? far : sx;
+  sy = sy < -far ? -far : sy > far ? far : sy;
+  const float fx = floorf(sx), fy = floorf(sy);
+  *wx = sx - fx;
+  *wy = sy - fy;
+  const int x0 = (int)fx, y0 = (int)fy;
+  const int c0 = aug_edge_index(x0, cols, s->edge), c1 = aug_edge_index(x0 + 1, cols, s->edge);
+  const int r0 = aug_edge_index(y0, rows, s->edge), r1 = aug_edge_index(y0 + 1, rows, s->edge);
+  taps[0] = r0 < 0 || c0 < 0 ? -1 : r0 * cols + c0;
+  taps[1] = r0 < 0 || c1 < 0 ? -1 : r0 * cols + c1;
+  taps[2] = r1 < 0 || c0 < 0 ? -1 : r1 * cols + c0;
+  taps[3] = r1 < 0 || c1 < 0 ? -1 : r1 * cols + c1;
+}
+
+/* The bilinear value of the four taps' values (0 for a tap of -1) with weights wx, wy. */
+AUG_FN float aug_bilinear(const float v[4], float wx, float wy) {
+  const float ix = 1.0f - wx, iy = 1.0f - wy;
+  float top = ix * v[0];
+  top = top + wx * v[1];
+  float bottom = ix * v[2];
+  bottom = bottom + wx * v[3];
+  float out = iy * top;
+  out = out + wy * bottom;
+  return out;
 }
 
 #endif

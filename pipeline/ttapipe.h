@@ -135,6 +135,26 @@ size_t ttp_printable(const char* text, char* out, size_t out_size);
  *   4. v clamped to [0, 1] when clamp is set;
  *   5. the model's input scaling (ttp_options.normalize): v = (v - mean[c]) / std[c].
  *
+ * Geometric views (any of flip_h, flip_v, rotate, translate nonzero, a scale other than 1, or
+ * an edge other than TTP_EDGE_ZERO) replace step 2 for every copy but a kept original. Six more
+ * uniforms u0..u5 (Philox blocks 1 and 2 of the parameters' purpose) give: mirror_x = -1 when
+ * u0 < flip_h (else 1), mirror_y = -1 when u1 < flip_v; the angle a = rotate (2 u2 - 1) degrees
+ * (as a turn t = a / 360 in [0, 1), whose sine and cosine ttapipe computes itself, so that CPU
+ * and GPU agree); the scale k = scale_min + (scale_max - scale_min) u3; the translation
+ * tx = dx + translate (2 u4 - 1), ty = dy + translate (2 u5 - 1). With the centre
+ * (cx, cy) = ((cols - 1) / 2, (rows - 1) / 2), output pixel (y, x) reads the source point
+ *     u = x - cx - tx,  v = y - cy - ty,
+ *     sx = mirror_x (cos a / k) u + mirror_x (sin a / k) v + cx,
+ *     sy = mirror_y (-sin a / k) u + mirror_y (cos a / k) v + cy
+ * (each product and sum one float operation, in this order: augment/tta_core.h), and x0 is the
+ * bilinear value of the four pixels around it, (1 - wy)((1 - wx) I00 + wx I01) + wy((1 - wx)
+ * I10 + wx I11) / 255 with wx = sx - floor(sx), wy = sy - floor(sy). A pixel outside the image
+ * reads 0 (TTP_EDGE_ZERO), the nearest edge pixel (TTP_EDGE_REPLICATE), or its mirror about the
+ * edge pixel without repeating it (TTP_EDGE_REFLECT: -1 reads 1). The content turns clockwise
+ * for a positive angle, grows for k > 1, and moves right and down by (tx, ty); mirrors flip it
+ * about the centre. A view with no rotation, scale 1 and whole-pixel translation reads single
+ * pixels, exactly.
+ *
  * With keep_original (the default) copy 0 is the image itself: I / 255 (then scaled), unchanged
  * and without noise. Every random number comes from Philox4x32-10 keyed by the seed, with a counter made of
  * a 64-bit hash of the image's pixels, the copy index c and the number's purpose: copy c of an
@@ -159,6 +179,12 @@ typedef enum ttp_noise {
   TTP_NOISE_GAUSSIAN = 1 /* normal, standard deviation noise */
 } ttp_noise;
 
+typedef enum ttp_edge {
+  TTP_EDGE_ZERO = 0,      /* black comes in (default) */
+  TTP_EDGE_REPLICATE = 1, /* the nearest edge pixel */
+  TTP_EDGE_REFLECT = 2    /* mirrored about the edge pixel, which is not repeated */
+} ttp_edge;
+
 typedef struct ttp_tta {
   size_t struct_size;               /* sizeof(ttp_tta); set by ttp_tta_init */
   int copies;                       /* N, 1..64; 1 = no augmentation (default 1) */
@@ -179,6 +205,17 @@ typedef struct ttp_tta {
                                        spread and each copy's own softmax do not change; T > 1
                                        softens, T < 1 sharpens. `ttapipe tune` fits it. Not
                                        applied by ttp_classify_device, which refuses T != 1 */
+  /* Geometric views (above); fields appended to the structure, so that a caller's older one
+     (its struct_size) leaves them off. */
+  float flip_h, flip_v;             /* probability of a left-right, an up-down mirror, 0..1
+                                       (default 0); a horizontal mirror suits clothes and
+                                       natural images, not digits */
+  float rotate;                     /* largest rotation, 0..180 degrees (default 0) */
+  float scale_min, scale_max;       /* zoom about the centre, 0.25 <= min <= max <= 4 (default
+                                       1, 1): above 1 enlarges */
+  float translate;                  /* largest sub-pixel translation, 0..16 pixels, on top of
+                                       the whole-pixel shift (default 0) */
+  ttp_edge edge;                    /* what enters from outside (default TTP_EDGE_ZERO) */
 } ttp_tta;
 
 /* Fills t with the defaults above (copies = 1) and sets t->struct_size. */
@@ -192,6 +229,8 @@ void ttp_tta_init(ttp_tta* t);
  *     noise_kind = uniform        clamp = yes              seed = 0
  *     merge = mean                (mean, vote, max or gmean)
  *     temperature = 1             (0.01..100: ttp_tta.temperature)
+ *     flip_h = 0    flip_v = 0    rotate = 0    scale = 1, 1    translate = 0
+ *     edge = zero                 (zero, replicate or reflect)
  * the ranges of ttp_tta's fields. `ttapipe tune` writes them; classify, eval and bench take
  * --tta-policy FILE (their --tta-* options then override single fields). */
 

@@ -42,6 +42,15 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"tta-brightness", "LO,HI", "range of a copy's brightness offset (default -0.05,0.05)"}, \
       {"tta-noise", "A", "noise amplitude, or standard deviation if gaussian (default 0.04)"}, \
       {"tta-noise-kind", "KIND", "uniform|gaussian (default uniform)"},                       \
+      {"tta-flip-h", "P", "probability that a copy is mirrored left-right, 0..1 (default 0; "  \
+                          "for clothes and natural images, not digits)"},                      \
+      {"tta-flip-v", "P", "probability that a copy is mirrored upside down, 0..1 (default 0)"}, \
+      {"tta-rotate", "DEG", "largest rotation of a copy, 0..180 degrees (default 0)"},          \
+      {"tta-scale", "LO,HI", "range of a copy's zoom about the centre, 0.25..4 (default 1,1)"},  \
+      {"tta-translate", "T", "largest sub-pixel translation on top of the shift, 0..16 "        \
+                             "(default 0)"},                                                   \
+      {"tta-edge", "MODE", "zero|replicate|reflect: what a moved copy takes in at its edges "   \
+                           "(default zero)"},                                                  \
       {"no-tta-original", NULL, "augment copy 0 too (by default it is the image as it is)"},  \
       {"no-tta-clamp", NULL, "leave augmented pixels unclamped (by default clamped to [0,1])"}, \
       {"seed", "S", "seed of the augmentation, 0..2^64-1 (default 0)"},                       \

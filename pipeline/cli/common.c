@@ -33,15 +33,24 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
   if (policy && ttp_read_tta_policy(policy, t, error, sizeof error) != TTP_OK)
     return cli_fail("%s", error);
   long copies = t->copies, shift = t->shift;
-  int kind = t->noise_kind == TTP_NOISE_GAUSSIAN, merge = (int)t->merge, rc;
+  static const char* const edges[] = {"zero", "replicate", "reflect", NULL};
+  static const ttp_edge edge_modes[] = {TTP_EDGE_ZERO, TTP_EDGE_REPLICATE, TTP_EDGE_REFLECT};
+  int kind = t->noise_kind == TTP_NOISE_GAUSSIAN, merge = (int)t->merge, edge = (int)t->edge, rc;
   if ((rc = cli_get_long(a, "tta", 1, 64, &copies)) || (rc = cli_get_long(a, "tta-shift", 0, 16, &shift)) ||
       (rc = cli_get_float_pair(a, "tta-contrast", &t->contrast_min, &t->contrast_max)) ||
       (rc = cli_get_float_pair(a, "tta-brightness", &t->brightness_min, &t->brightness_max)) ||
       (rc = cli_get_float(a, "tta-noise", &t->noise)) ||
       (rc = cli_get_float(a, "tta-temperature", &t->temperature)) ||
       (rc = cli_get_choice(a, "tta-noise-kind", kinds, &kind)) ||
-      (rc = cli_get_u64(a, "seed", &t->seed)) || (rc = cli_get_choice(a, "merge", merges, &merge)))
+      (rc = cli_get_u64(a, "seed", &t->seed)) || (rc = cli_get_choice(a, "merge", merges, &merge)) ||
+      (rc = cli_get_float(a, "tta-flip-h", &t->flip_h)) ||
+      (rc = cli_get_float(a, "tta-flip-v", &t->flip_v)) ||
+      (rc = cli_get_float(a, "tta-rotate", &t->rotate)) ||
+      (rc = cli_get_float_pair(a, "tta-scale", &t->scale_min, &t->scale_max)) ||
+      (rc = cli_get_float(a, "tta-translate", &t->translate)) ||
+      (rc = cli_get_choice(a, "tta-edge", edges, &edge)))
     return rc;
+  t->edge = edge_modes[edge];
   t->copies = (int)copies;
   t->shift = (int)shift;
   t->noise_kind = kind ? TTP_NOISE_GAUSSIAN : TTP_NOISE_UNIFORM;
@@ -255,10 +264,18 @@ void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {
     snprintf(buf, size, "none (1 copy, as it is)%s", tempered);
     return;
   }
+  static const char* const edges[] = {"zero", "replicate", "reflect"};
+  char views[320] = "";
+  if (t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||
+      t->scale_max != 1.0f || t->translate > 0 || t->edge != TTP_EDGE_ZERO)
+    snprintf(views, sizeof views, ", mirrors %g left-right %g upside down, rotation up to %g deg, "
+             "zoom %g..%g, sub-pixel translation %g px, edge %s", t->flip_h, t->flip_v, t->rotate,
+             t->scale_min, t->scale_max, t->translate,
+             (unsigned)t->edge < 3 ? edges[t->edge] : "?");
   snprintf(buf, size,
-           "%d copies (%s), shift %d px, contrast %g..%g, brightness %g..%g, %s noise %g%s, "
+           "%d copies (%s), shift %d px%s, contrast %g..%g, brightness %g..%g, %s noise %g%s, "
            "seed %llu, merge %s%s",
-           t->copies, t->keep_original ? "copy 0 as it is" : "all augmented", t->shift,
+           t->copies, t->keep_original ? "copy 0 as it is" : "all augmented", t->shift, views,
            t->contrast_min, t->contrast_max, t->brightness_min, t->brightness_max,
            t->noise_kind == TTP_NOISE_GAUSSIAN ? "gaussian" : "uniform", t->noise,
            t->clamp ? "" : ", unclamped", (unsigned long long)t->seed, merges[t->merge], tempered);

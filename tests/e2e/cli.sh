@@ -81,9 +81,13 @@ out_has "tta       5 copies (copy 0 as it is), shift 2 px"; out_has "merge vote"
 run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta 3 --tta-noise-kind gaussian \
   --tta-noise 0.1 --tta-contrast 0.5,1.5 --tta-brightness=-0.2,0.2 --no-tta-original --no-tta-clamp --tta-shift 4
 out_has "3 copies (all augmented), shift 4 px, contrast 0.5..1.5, brightness -0.2..0.2, gaussian noise 0.1, unclamped"
+run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta 4 --tta-flip-v 0.5 \
+  --tta-rotate 12 --tta-scale 0.9,1.1 --tta-translate 0.5 --tta-edge reflect
+out_has "shift 2 px, mirrors 0 left-right 0.5 upside down, rotation up to 12 deg, zoom 0.9..1.1, sub-pixel translation 0.5 px, edge reflect"
 for bad in "--tta 0" "--tta 65" "--tta x" "--tta-shift 17" "--tta-contrast 1.2" "--tta-contrast 1.2,1.1" \
            "--tta-brightness -2,0" "--tta-noise nan" "--tta-noise 2" "--tta-noise-kind pink" "--merge median" \
-           "--seed -1" "--seed 18446744073709551616"; do
+           "--seed -1" "--seed 18446744073709551616" "--tta-flip-h 1.5" "--tta-rotate 181" \
+           "--tta-scale 0.1,1" "--tta-scale 2,1" "--tta-translate 17" "--tta-edge wrap"; do
   # shellcheck disable=SC2086
   run 2 eval --model "$m" --images "$work/img" --labels "$work/lab" $bad
   grep -q "Try 'ttapipe eval --help'" "$work/err" || fail "$bad: no usage hint"

@@ -53,6 +53,13 @@ int main(void) {
             t.noise == 0.0625f && t.noise_kind == TTP_NOISE_GAUSSIAN && !t.clamp &&
             t.seed == UINT64_MAX && t.merge == TTP_MERGE_GMEAN,
         "the full policy read wrong");
+  const char* views = write_text("views.policy", "flip_h = 0.5\nflip_v=0.25\nrotate = 15\n"
+                                 "scale = 0.9, 1.1\ntranslate = 0.75\nedge = reflect\n");
+  CHECK(ttp_read_tta_policy(views, &t, error, sizeof error) == TTP_OK, "%s", error);
+  CHECK(t.flip_h == 0.5f && t.flip_v == 0.25f && t.rotate == 15 && t.scale_min == 0.9f &&
+            t.scale_max == 1.1f && t.translate == 0.75f && t.edge == TTP_EDGE_REFLECT &&
+            t.copies == d.copies,
+        "the views read wrong");
   const char* some = write_text("some.policy", "copies = 3\nmerge = vote\n");
   CHECK(ttp_read_tta_policy(some, &t, error, sizeof error) == TTP_OK, "%s", error);
   ttp_tta want = d;
@@ -79,6 +86,15 @@ int main(void) {
     w.seed = test_rng_next(&rng);
     w.merge = (ttp_merge)test_int(&rng, 0, 3);
     w.temperature = (float)exp(test_uniform(&rng, -4.5, 4.5));
+    if (k % 3 == 0) { /* the geometric views, in a third of them */
+      w.flip_h = (float)test_uniform(&rng, 0, 1);
+      w.flip_v = (float)test_uniform(&rng, 0, 1);
+      w.rotate = (float)test_uniform(&rng, 0, 180);
+      w.scale_min = (float)test_uniform(&rng, 0.25, 2);
+      w.scale_max = w.scale_min + (float)test_uniform(&rng, 0, 2);
+      w.translate = (float)test_uniform(&rng, 0, 16);
+      w.edge = (ttp_edge)test_int(&rng, 0, 2);
+    }
     CHECK(ttp_write_tta_policy(round, &w, k % 2 ? "line one\nline two = 3" : NULL, error,
                                sizeof error) == TTP_OK, "%s", error);
     ttp_tta r;
@@ -106,6 +122,12 @@ int main(void) {
       {"cold.policy", "temperature = 0\n", "temperature"},
       {"hot.policy", "temperature = 1e3\n", "temperature"},
       {"warm.policy", "temperature = warm\n", "temperature: a number"},
+      {"flip.policy", "flip_h = 2\n", "mirror probabilities"},
+      {"turn.policy", "rotate = 190\n", "rotation"},
+      {"zoom.policy", "scale = 1.5\n", "LOW, HIGH"},
+      {"tiny.policy", "scale = 0.1, 1\n", "scale range"},
+      {"slide.policy", "translate = 20\n", "translation"},
+      {"edge.policy", "edge = wrap\n", "zero, replicate or reflect"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
     refused(bad[k].name, bad[k].text, TTP_ERR_FORMAT, bad[k].fragment);

@@ -9,14 +9,7 @@
 #include "../common/check.h"
 #include "augment/merge.h"
 #include "augment/tta.h"
-
-static aug_spec spec_of(const ttp_tta* t) {
-  aug_spec s;
-  ttp_merge merge;
-  ttp_err e = {0};
-  CHECK(aug_spec_from(t, &s, &merge, NULL, &e) == TTP_OK, "%s", e.message);
-  return s;
-}
+#include "tta_checks.h"
 
 static void test_philox(void) {
   /* Random123's kat_vectors, "philox4x32 10": counter, key, expected output. */
@@ -289,14 +282,6 @@ static void test_merge(void) {
   aug_merge(TTP_MERGE_MEAN, &probs[2][0], 1, 4, merged, &r, NULL);
   CHECK(memcmp(merged, probs[2], sizeof merged) == 0 && r.spread == 0 && r.class_index == 1,
         "one copy");
-}
-
-static void expect_refused(ttp_tta t, const char* fragment) {
-  aug_spec s;
-  ttp_merge merge;
-  ttp_err e = {0};
-  CHECK(aug_spec_from(&t, &s, &merge, NULL, &e) == TTP_ERR_INVALID_ARGUMENT, "accepted (%s)", fragment);
-  EXPECT_MESSAGE(e.message, fragment);
 }
 
 static void test_spec(void) {

@@ -1,0 +1,240 @@
+/* The geometric views of test-time augmentation on the CPU reference (ttapipe.h: mirrors,
+   rotation, scale, sub-pixel translation, edge modes):
+   - the edge modes' index rule on lines of 1, 2 and 5 pixels, worked out by hand;
+   - mirrors exact: a copy that is always mirrored equals the image read backwards, bit for bit,
+     at odd and even sizes, one and three channels;
+   - the geometric path without rotation, scale or sub-pixel translation gives the whole-pixel
+     path's bits wherever both read inside the image, and the nearest edge pixel where the
+     replicate edge reads outside;
+   - rotation, scale, translation and random mirrors against ttapipe.h's definition computed in
+     double from the same Philox uniforms (bilinear, each edge mode), within 2e-5;
+   - how often copies are mirrored, and that the views' settings are checked. */
+#include <math.h>
+#include <string.h>
+
+#include "../common/check.h"
+#include "augment/tta.h"
+#include "tta_checks.h"
+
+/* Settings that change nothing but the geometry: no shift, contrast 1, brightness 0, no noise,
+   no clamp, every copy augmented. */
+static ttp_tta plain(int copies) {
+  ttp_tta t;
+  ttp_tta_init(&t);
+  t.copies = copies, t.keep_original = 0, t.shift = 0, t.noise = 0, t.clamp = 0;
+  t.contrast_min = t.contrast_max = 1, t.brightness_min = t.brightness_max = 0;
+  return t;
+}
+
+static void random_image(test_rng* rng, uint8_t* image, size_t n) {
+  for (size_t i = 0; i < n; i++) image[i] = (uint8_t)test_int(rng, 0, 255);
+}
+
+static void test_edge_index(void) {
+  static const int n5_reflect[] = {4, 3, 2, 1, 0, 1, 2, 3, 4, 3, 2, 1, 0, 1}; /* i = -4 .. 9 */
+  for (int i = -4; i <= 9; i++) {
+    CHECK(aug_edge_index(i, 5, AUG_EDGE_REFLECT) == n5_reflect[i + 4], "reflect %d of 5: %d", i,
+          aug_edge_index(i, 5, AUG_EDGE_REFLECT));
+    const int replicate = i < 0 ? 0 : i > 4 ? 4 : i, zero = i < 0 || i > 4 ? -1 : i;
+    CHECK(aug_edge_index(i, 5, AUG_EDGE_REPLICATE) == replicate, "replicate %d of 5", i);
+    CHECK(aug_edge_index(i, 5, AUG_EDGE_ZERO) == zero, "zero %d of 5", i);
+  }
+  static const int n2_reflect[] = {1, 0, 1, 0, 1, 0, 1}; /* i = -3 .. 3 */
+  for (int i = -3; i <= 3; i++)
+    CHECK(aug_edge_index(i, 2, AUG_EDGE_REFLECT) == n2_reflect[i + 3], "reflect %d of 2", i);
+  for (int i = -3; i <= 3; i++)
+    CHECK(aug_edge_index(i, 1, AUG_EDGE_REFLECT) == 0 &&
+              aug_edge_index(i, 1, AUG_EDGE_REPLICATE) == 0,
+          "%d of 1", i);
+  CHECK(aug_edge_index(-1000003, 5, AUG_EDGE_REFLECT) >= 0 &&
+            aug_edge_index(1000003, 5, AUG_EDGE_REFLECT) < 5,
+        "far outside");
+}
+
+static void test_mirrors(test_rng* rng) {
+  const int sizes[][3] = {{1, 7, 9}, {3, 5, 10}, {1, 28, 28}, {3, 9, 4}};
+  for (int k = 0; k < 4; k++) {
+    const int ch = sizes[k][0], rows = sizes[k][1], cols = sizes[k][2], plane = rows * cols;
+    uint8_t image[3 * 28 * 28];
+    float copy[3 * 28 * 28];
+    random_image(rng, image, (size_t)ch * plane);
+    for (int mode = 1; mode <= 3; mode++) { /* left-right, upside down, both */
+      ttp_tta t = plain(3);
+      t.flip_h = mode & 1 ? 1.0f : 0.0f, t.flip_v = mode & 2 ? 1.0f : 0.0f;
+      const aug_spec s = spec_of(&t);
+      const uint64_t key = aug_image_key(image, (size_t)ch * plane);
+      for (int c = 0; c < 3; c++) {
+        aug_make_copy(&s, key, c, image, ch, rows, cols, copy);
+        for (int i = 0; i < ch * plane; i++) {
+          const int y = i % plane / cols, x = i % cols;
+          const int sy = mode & 2 ? rows - 1 - y : y, sx = mode & 1 ? cols - 1 - x : x;
+          const float want = (float)image[i / plane * plane + sy * cols + sx] / 255.0f;
+          CHECK(memcmp(&copy[i], &want, 4) == 0, "mirror %d, %dx%dx%d, copy %d, value %d: %.9g, "
+                "not %.9g", mode, ch, rows, cols, c, i, copy[i], want);
+        }
+      }
+    }
+  }
+}
+
+/* Edge replicate turns the geometric path on without moving anything but the whole-pixel shift:
+   where both read inside, the same bits as the whole-pixel path (contrast, brightness and noise
+   included); outside, the nearest edge pixel's value where the other path has black. */
+static void test_whole_pixels(test_rng* rng) {
+  const int ch = 3, rows = 11, cols = 13, plane = rows * cols, n = ch * plane;
+  uint8_t image[3 * 11 * 13];
+  float a[3 * 11 * 13], b[3 * 11 * 13];
+  random_image(rng, image, n);
+  ttp_tta t;
+  ttp_tta_init(&t);
+  t.copies = 9, t.shift = 4, t.noise_kind = TTP_NOISE_GAUSSIAN;
+  const aug_spec whole = spec_of(&t);
+  t.edge = TTP_EDGE_REPLICATE;
+  const aug_spec geometric = spec_of(&t);
+  CHECK(!whole.geometric && geometric.geometric, "geometric flags");
+  const uint64_t key = aug_image_key(image, n);
+  size_t inside = 0, outside = 0;
+  for (int c = 0; c < 9; c++) {
+    aug_make_copy(&whole, key, c, image, ch, rows, cols, a);
+    aug_make_copy(&geometric, key, c, image, ch, rows, cols, b);
+    const aug_params p = aug_copy_params(&whole, key, (uint32_t)c);
+    for (int i = 0; i < n; i++) {
+      const int y = i % plane / cols, x = i % cols, sy = y - p.dy, sx = x - p.dx;
+      if (p.identity || (sy >= 0 && sy < rows && sx >= 0 && sx < cols)) {
+        CHECK(memcmp(&a[i], &b[i], 4) == 0, "copy %d value %d: %.9g and %.9g", c, i, a[i], b[i]);
+        inside++;
+        continue;
+      }
+      const int ry = sy < 0 ? 0 : sy >= rows ? rows - 1 : sy;
+      const int rx = sx < 0 ? 0 : sx >= cols ? cols - 1 : sx;
+      aug_spec one = whole; /* the same pixel with the edge's value, through aug_pixel */
+      aug_params q = p;
+      float noise[4];
+      aug_noise4(&one, key, (uint32_t)c, (uint32_t)(i / 4), noise);
+      const float want = aug_pixel(&one, &q, i / plane,
+                                   (float)image[i / plane * plane + ry * cols + rx] / 255.0f,
+                                   noise[i % 4]);
+      CHECK(memcmp(&b[i], &want, 4) == 0, "copy %d value %d outside: %.9g, not %.9g", c, i, b[i],
+            want);
+      outside++;
+    }
+  }
+  CHECK(inside > 0 && outside > 0, "%zu inside, %zu outside", inside, outside);
+}
+
+/* ttapipe.h's definition in double: the source point of output (y, x) for copy c, then the
+   bilinear value with the edge mode. */
+static double reference_pixel(const ttp_tta* t, const aug_spec* s, uint64_t key, int c,
+                              const uint8_t* plane, int rows, int cols, int y, int x) {
+  const aug_params whole = aug_copy_params(s, key, (uint32_t)c); /* dx, dy as documented */
+  const aug_u32x4 g = aug_random(s, key, (uint32_t)c, AUG_PURPOSE_PARAMS, 1);
+  const aug_u32x4 h = aug_random(s, key, (uint32_t)c, AUG_PURPOSE_PARAMS, 2);
+  const double u0 = (g.v[0] >> 8) / 16777216.0, u1 = (g.v[1] >> 8) / 16777216.0;
+  const double u2 = (g.v[2] >> 8) / 16777216.0, u3 = (g.v[3] >> 8) / 16777216.0;
+  const double u4 = (h.v[0] >> 8) / 16777216.0, u5 = (h.v[1] >> 8) / 16777216.0;
+  const double mx = u0 < t->flip_h ? -1 : 1, my = u1 < t->flip_v ? -1 : 1;
+  const double a = t->rotate * (2 * u2 - 1) * 3.14159265358979323846 / 180;
+  const double k = t->scale_min + (t->scale_max - t->scale_min) * u3;
+  const double tx = whole.dx + t->translate * (2 * u4 - 1);
+  const double ty = whole.dy + t->translate * (2 * u5 - 1);
+  const double cx = (cols - 1) / 2.0, cy = (rows - 1) / 2.0;
+  const double u = x - cx - tx, v = y - cy - ty;
+  const double sx = mx * (cos(a) / k * u + sin(a) / k * v) + cx;
+  const double sy = my * (-sin(a) / k * u + cos(a) / k * v) + cy;
+  const double fx = floor(sx), fy = floor(sy), wx = sx - fx, wy = sy - fy;
+  double tap[4];
+  for (int j = 0; j < 4; j++) {
+    const int r = aug_edge_index((int)fy + j / 2, rows, s->edge);
+    const int col = aug_edge_index((int)fx + j % 2, cols, s->edge);
+    tap[j] = r < 0 || col < 0 ? 0 : plane[r * cols + col] / 255.0;
+  }
+  return (1 - wy) * ((1 - wx) * tap[0] + wx * tap[1]) + wy * ((1 - wx) * tap[2] + wx * tap[3]);
+}
+
+static void test_definition(test_rng* rng) {
+  const int sizes[][3] = {{1, 28, 28}, {3, 9, 14}, {1, 17, 6}};
+  const ttp_edge edges[3] = {TTP_EDGE_ZERO, TTP_EDGE_REPLICATE, TTP_EDGE_REFLECT};
+  double worst = 0;
+  for (int k = 0; k < 3; k++) {
+    const int ch = sizes[k][0], rows = sizes[k][1], cols = sizes[k][2], plane = rows * cols;
+    uint8_t image[28 * 28];
+    float copy[28 * 28];
+    random_image(rng, image, (size_t)ch * plane);
+    const uint64_t key = aug_image_key(image, (size_t)ch * plane);
+    for (int m = 0; m < 3; m++) {
+      ttp_tta t = plain(6);
+      t.flip_h = 0.5f, t.flip_v = 0.25f, t.rotate = 35, t.scale_min = 0.8f, t.scale_max = 1.3f;
+      t.translate = 1.5f, t.shift = 2, t.edge = edges[m];
+      const aug_spec s = spec_of(&t);
+      for (int c = 0; c < 6; c++) {
+        aug_make_copy(&s, key, c, image, ch, rows, cols, copy);
+        for (int i = 0; i < ch * plane; i++) {
+          const double want = reference_pixel(&t, &s, key, c, image + i / plane * plane, rows,
+                                              cols, i % plane / cols, i % cols);
+          const double d = fabs(copy[i] - want);
+          if (d > worst) worst = d;
+          CHECK(d <= 2e-5, "%dx%dx%d, edge %d, copy %d, value %d: %.9g, the definition %.9g", ch,
+                rows, cols, m, c, i, copy[i], want);
+        }
+      }
+    }
+  }
+  printf("views against the definition in double: worst %.3g\n", worst);
+}
+
+/* Over 4,000 copies, mirrors as often as asked (within 4 standard deviations); angles and
+   scales inside their ranges. */
+static void test_draws(void) {
+  ttp_tta t = plain(64);
+  t.flip_h = 0.5f, t.flip_v = 0.2f, t.rotate = 12, t.scale_min = 0.9f, t.scale_max = 1.1f;
+  const aug_spec s = spec_of(&t);
+  int left_right = 0, upside_down = 0, total = 0;
+  for (uint64_t key = 1; key <= 63; key++)
+    for (uint32_t c = 0; c < 64; c++, total++) {
+      const aug_params p = aug_copy_params(&s, key * 0x9E3779B97F4A7C15ull, c);
+      /* m00 = mx cos/k, m10 = -my sin/k: the mirror's sign where cos > 0, the scale 1/|col| */
+      left_right += p.m00 < 0, upside_down += p.m11 < 0;
+      const double inv = sqrt((double)p.m00 * p.m00 + (double)p.m10 * p.m10);
+      const double angle = atan2(fabs(p.m01), fabs(p.m00)) * 180 / 3.14159265358979323846;
+      CHECK(inv >= 1 / 1.1 - 1e-6 && inv <= 1 / 0.9 + 1e-6, "scale %g", 1 / inv);
+      CHECK(angle <= 12 + 1e-4, "angle %g", angle);
+    }
+  const double sd_h = sqrt(total * 0.25), sd_v = sqrt(total * 0.16);
+  CHECK(fabs(left_right - 0.5 * total) < 4 * sd_h, "%d of %d mirrored left-right", left_right,
+        total);
+  CHECK(fabs(upside_down - 0.2 * total) < 4 * sd_v, "%d of %d mirrored upside down", upside_down,
+        total);
+}
+
+static void test_settings(void) {
+  ttp_tta d, t;
+  ttp_tta_init(&d);
+  CHECK(d.flip_h == 0 && d.flip_v == 0 && d.rotate == 0 && d.scale_min == 1 && d.scale_max == 1 &&
+            d.translate == 0 && d.edge == TTP_EDGE_ZERO && !spec_of(&d).geometric,
+        "defaults");
+  t = d, t.flip_h = 1.5f, expect_refused(t, "mirror probabilities");
+  t = d, t.flip_v = NAN, expect_refused(t, "mirror probabilities");
+  t = d, t.rotate = 181, expect_refused(t, "rotation must be 0..180");
+  t = d, t.scale_min = 0.2f, expect_refused(t, "scale range");
+  t = d, t.scale_min = 1.2f, expect_refused(t, "scale range");
+  t = d, t.translate = 17, expect_refused(t, "translation must be 0..16");
+  t = d, t.edge = (ttp_edge)7, expect_refused(t, "edge mode 7");
+  /* a caller's structure from before the views: their defaults */
+  t = d, t.struct_size = offsetof(ttp_tta, flip_h), t.flip_h = 7, t.edge = (ttp_edge)9;
+  CHECK(!spec_of(&t).geometric, "an older structure");
+  t = d, t.scale_max = 1.5f;
+  CHECK(spec_of(&t).geometric, "a scale turns the views on");
+}
+
+int main(void) {
+  test_rng rng = {43};
+  test_edge_index();
+  test_mirrors(&rng);
+  test_whole_pixels(&rng);
+  test_definition(&rng);
+  test_draws();
+  test_settings();
+  printf("tta views: edge modes, exact mirrors, whole pixels, the definition, draws and settings "
+         "check out\n");
+  return 0;
+}
