@@ -20,11 +20,11 @@ static const char* const edges[] = {"zero", "replicate", "reflect"};
 
 typedef enum key_id { K_COPIES, K_ORIGINAL, K_SHIFT, K_CONTRAST, K_BRIGHTNESS, K_NOISE,
                       K_NOISE_KIND, K_CLAMP, K_SEED, K_MERGE, K_TEMPERATURE, K_FLIP_H, K_FLIP_V,
-                      K_ROTATE, K_SCALE, K_TRANSLATE, K_EDGE, K_COUNT } key_id;
+                      K_ROTATE, K_SCALE, K_TRANSLATE, K_EDGE, K_VIEWS, K_COUNT } key_id;
 static const char* const keys[K_COUNT] = {"copies", "keep_original", "shift", "contrast",
                                           "brightness", "noise", "noise_kind", "clamp", "seed",
                                           "merge", "temperature", "flip_h", "flip_v", "rotate",
-                                          "scale", "translate", "edge"};
+                                          "scale", "translate", "edge", "views"};
 
 /* s without the spaces and tabs around it (in place). */
 static char* trim(char* s) {
@@ -45,6 +45,77 @@ static int choice(const char* s, const char* const* names, int n) {
   for (int i = 0; i < n; i++)
     if (strcmp(s, names[i]) == 0) return i;
   return -1;
+}
+
+/* One view's words (`flip_h rotate 10 ...`, in place) into v; 0, or -1 with the reason. */
+static int parse_view(char* text, ttp_view* v, char* why, size_t size) {
+  *v = (ttp_view){0, 0, 0.0f, 1.0f, 0.0f, 0.0f};
+  int words = 0;
+  char* at = NULL;
+  for (char* w = strtok_r(text, " \t", &at); w; w = strtok_r(NULL, " \t", &at), words++) {
+    double a, b;
+    if (strcmp(w, "none") == 0) continue;
+    if (strcmp(w, "flip_h") == 0 || strcmp(w, "flip_v") == 0) {
+      *(w[5] == 'h' ? &v->flip_h : &v->flip_v) = 1;
+    } else if (strcmp(w, "rotate") == 0 || strcmp(w, "scale") == 0) {
+      const char* n = strtok_r(NULL, " \t", &at);
+      if (!n || !number(n, &a)) return snprintf(why, size, "%s: a number after it", w), -1;
+      *(w[0] == 'r' ? &v->rotate : &v->scale) = (float)a;
+    } else if (strcmp(w, "shift") == 0) {
+      const char* x = strtok_r(NULL, " \t", &at);
+      const char* y = x ? strtok_r(NULL, " \t", &at) : NULL;
+      if (!y || !number(x, &a) || !number(y, &b))
+        return snprintf(why, size, "shift: two numbers after it, DX DY"), -1;
+      v->dx = (float)a, v->dy = (float)b;
+    } else {
+      return snprintf(why, size, "unknown view word '%.40s' (none, flip_h, flip_v, rotate DEG, "
+                      "scale K, shift DX DY)", w), -1;
+    }
+  }
+  return words ? 0 : (snprintf(why, size, "an empty view (write none)"), -1);
+}
+
+/* A list of views (`view; view; ...`, in place) into t; 0, or -1 with the reason in why. */
+static int parse_views(char* text, ttp_tta* t, char* why, size_t size) {
+  ttp_view views[TTP_MAX_VIEWS];
+  int count = 0;
+  for (char* view = text;; count++) {
+    char* end = strchr(view, ';');
+    if (end) *end = '\0';
+    if (count == TTP_MAX_VIEWS)
+      return snprintf(why, size, "more than %d views", TTP_MAX_VIEWS), -1;
+    char reason[128];
+    if (parse_view(view, &views[count], reason, sizeof reason) != 0)
+      return snprintf(why, size, "view %d: %s", count + 1, reason), -1;
+    if (!end) break;
+    view = end + 1;
+  }
+  count++;
+  memcpy(t->views, views, (size_t)count * sizeof *views);
+  t->view_count = count, t->copies = count;
+  return 0;
+}
+
+ttp_status ttp_tta_set_views(ttp_tta* t, const char* text, char* error, size_t error_size) {
+  ttp_err e = {0};
+  char* copy = text ? strdup(text) : NULL;
+  char why[200];
+  ttp_tta next;
+  if (!t || !text) {
+    ERR(&e, TTP_ERR_INVALID_ARGUMENT, "ttp_tta_set_views: a ttp_tta and a list are required");
+  } else if (!copy) {
+    ERR_NOMEM(&e, strlen(text) + 1);
+  } else if (t->struct_size < offsetof(ttp_tta, views) + sizeof t->views) {
+    ERR(&e, TTP_ERR_INVALID_ARGUMENT, "ttp_tta.struct_size is %zu: too old for a list of views",
+        t->struct_size);
+  } else if (next = *t, parse_views(copy, &next, why, sizeof why) != 0) {
+    ERR(&e, TTP_ERR_INVALID_ARGUMENT, "%s", why);
+  } else {
+    *t = next;
+  }
+  free(copy);
+  err_copy_out(&e, error, error_size);
+  return e.status;
 }
 
 /* One `key = value` line into t; 0, or -1 with the reason in why. */
@@ -89,6 +160,13 @@ static int take(char* line, ttp_tta* t, int* seen, char* why, size_t size) {
                              [K_FLIP_H] = &t->flip_h, [K_FLIP_V] = &t->flip_v,
                              [K_ROTATE] = &t->rotate, [K_TRANSLATE] = &t->translate};
     *field[k] = (float)a;
+    return 0;
+  }
+  case K_VIEWS: {
+    const int copies = t->copies;
+    if (parse_views(value, t, why, size) != 0) return -1;
+    if (seen[K_COPIES] && copies != t->copies)
+      return snprintf(why, size, "views: %d of them, but copies = %d", t->copies, copies), -1;
     return 0;
   }
   case K_EDGE: {
@@ -225,6 +303,23 @@ ttp_status ttp_write_tta_policy(const char* path, const ttp_tta* t, const char* 
               shortest(t->flip_h, g[0]), shortest(t->flip_v, g[1]), shortest(t->rotate, g[2]),
               shortest(t->scale_min, g[3]), shortest(t->scale_max, g[4]),
               shortest(t->translate, g[5]), (unsigned)t->edge < 3 ? edges[t->edge] : "zero");
+    }
+    const int lists = t->struct_size >= offsetof(ttp_tta, views) + sizeof t->views;
+    for (int i = 0; lists && i < t->view_count && i < TTP_MAX_VIEWS; i++) {
+      const ttp_view* v = &t->views[i];
+      char words[160] = "", r[32], k[32], x[32], y[32];
+      size_t n = 0;
+      if (v->flip_h) n += snprintf(words + n, sizeof words - n, " flip_h");
+      if (v->flip_v) n += snprintf(words + n, sizeof words - n, " flip_v");
+      if (v->rotate != 0)
+        n += snprintf(words + n, sizeof words - n, " rotate %s", shortest(v->rotate, r));
+      if (v->scale != 1)
+        n += snprintf(words + n, sizeof words - n, " scale %s", shortest(v->scale, k));
+      if (v->dx != 0 || v->dy != 0)
+        n += snprintf(words + n, sizeof words - n, " shift %s %s", shortest(v->dx, x),
+                      shortest(v->dy, y));
+      fprintf(f, "%s%s%s", i ? ";" : "views =", n ? words : " none",
+              i == t->view_count - 1 ? "\n" : "");
     }
     if (fclose(f) != 0) ERR(&e, TTP_ERR_IO, "%s: writing failed", path);
   }

@@ -26,6 +26,33 @@ void ttp_tta_init(ttp_tta* t) {
   t->edge = TTP_EDGE_ZERO;
 }
 
+/* A list of views: its length, each view's ranges, and no drawn geometry beside it. */
+static ttp_status check_views(const ttp_tta* t, ttp_err* e) {
+  if (t->view_count == 0) return TTP_OK;
+  if (t->view_count < 0 || t->view_count > TTP_MAX_VIEWS)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA views must be 0..%d, not %d", TTP_MAX_VIEWS,
+               t->view_count);
+  if (t->copies != t->view_count)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA copies (%d) must equal the views (%d)",
+               t->copies, t->view_count);
+  if (t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||
+      t->scale_max != 1.0f || t->translate > 0)
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT,
+               "TTA views are a list or drawn, not both: leave the mirrors, rotation, scale and "
+               "translation at their defaults with a list");
+  for (int i = 0; i < t->view_count; i++) {
+    const ttp_view* v = &t->views[i];
+    if ((v->flip_h != 0 && v->flip_h != 1) || (v->flip_v != 0 && v->flip_v != 1) ||
+        !in_range(v->rotate, -180, 180) || !in_range(v->scale, 0.25, 4) ||
+        !in_range(v->dx, -AUG_MAX_SHIFT, AUG_MAX_SHIFT) ||
+        !in_range(v->dy, -AUG_MAX_SHIFT, AUG_MAX_SHIFT))
+      return ERR(e, TTP_ERR_INVALID_ARGUMENT,
+                 "TTA view %d: mirrors 0 or 1, rotation -180..180 degrees, scale 0.25..4, shift "
+                 "-%d..%d pixels", i, AUG_MAX_SHIFT, AUG_MAX_SHIFT);
+  }
+  return TTP_OK;
+}
+
 ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge,
                          float* temperature, ttp_err* e) {
   /* A caller's older, shorter ttp_tta leaves the fields it lacks at their defaults. */
@@ -76,6 +103,7 @@ ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge,
                AUG_MAX_SHIFT, t->translate);
   if ((unsigned)t->edge > TTP_EDGE_REFLECT)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "unknown TTA edge mode %d", (int)t->edge);
+  TRY(check_views(t, e));
   *out = (aug_spec){
       .copies = t->copies,
       .keep_original = t->keep_original != 0,
@@ -100,7 +128,16 @@ ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge,
       .scale_hi = t->scale_max,
       .translate = t->translate,
       .edge = (int)t->edge,
+      .view_count = t->view_count,
   };
+  for (int i = 0; i < t->view_count; i++) {
+    const ttp_view* v = &t->views[i];
+    aug_view* a = &out->views[i];
+    aug_inverse_map(v->flip_h ? -1.0f : 1.0f, v->flip_v ? -1.0f : 1.0f, v->rotate / 360.0f,
+                    v->scale, &a->m00, &a->m01, &a->m10, &a->m11);
+    a->tx = v->dx, a->ty = v->dy;
+  }
+  if (t->view_count > 0) out->geometric = 1;
   *merge = t->merge;
   if (temperature) *temperature = t->temperature;
   return TTP_OK;

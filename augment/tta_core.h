@@ -28,6 +28,13 @@
 #define AUG_FN static inline
 #endif
 
+enum { AUG_MAX_VIEWS = 16 };
+
+/* One view of a list: its inverse map (aug_params' m00 .. ty). */
+typedef struct aug_view {
+  float m00, m01, m10, m11, tx, ty;
+} aug_view;
+
 /* The augmentation of one pipeline, validated (aug_spec_from in tta.h). Plain data: it is passed
    by value to the CUDA kernel. */
 typedef struct aug_spec {
@@ -53,6 +60,10 @@ typedef struct aug_spec {
   float scale_lo, scale_hi;   /* zoom about the centre */
   float translate;            /* largest sub-pixel translation, in pixels */
   int edge;                   /* aug_edge */
+  /* A list of views (ttp_tta.views): copy c is view c, its inverse map worked out once on the
+     host (aug_spec_from), so that every device reads the same floats; no geometry is drawn. */
+  int view_count;
+  aug_view views[AUG_MAX_VIEWS];
 } aug_spec;
 
 /* What enters a geometric view from outside the image. */
@@ -176,6 +187,20 @@ AUG_FN void aug_sincos_turn(float t, float* sine, float* cosine) {
 
 /* ---- a copy's parameters and noise ---------------------------------------------------------- */
 
+/* The inverse map of a view, a mirror after the inverse rotation and scale: the matrix
+   F R(-a) / scale, a = turn (in turns, any sign, |turn| < 1) and F = diag(mirror_x, mirror_y).
+   R(-a) = [cos sin; -sin cos] with y down: a positive angle turns the content clockwise. */
+AUG_FN void aug_inverse_map(float mirror_x, float mirror_y, float turn, float scale, float* m00,
+                            float* m01, float* m10, float* m11) {
+  if (turn < 0.0f) turn = turn + 1.0f; /* aug_sincos_turn takes [0, 1) */
+  if (turn >= 1.0f) turn = 0.0f;
+  float sine, cosine;
+  aug_sincos_turn(turn, &sine, &cosine);
+  const float c = cosine / scale, sn = sine / scale;
+  *m00 = mirror_x * c, *m01 = mirror_x * sn;
+  *m10 = mirror_y * -sn, *m11 = mirror_y * c;
+}
+
 AUG_FN aug_params aug_copy_params(const aug_spec* s, uint64_t key, uint32_t copy) {
   aug_params p = {0, 0, 1.0f, 0.0f, 1, 0, 1.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f};
   if (copy == 0 && s->keep_original) return p; /* the identity */
@@ -187,6 +212,12 @@ AUG_FN aug_params aug_copy_params(const aug_spec* s, uint64_t key, uint32_t copy
   p.identity = 0;
   p.geometric = s->geometric;
   if (!s->geometric) return p;
+  if (s->view_count > 0) { /* the list's view c (copies = views: aug_spec_from) */
+    const aug_view* v = &s->views[copy < (uint32_t)s->view_count ? copy : 0];
+    p.m00 = v->m00, p.m01 = v->m01, p.m10 = v->m10, p.m11 = v->m11, p.tx = v->tx, p.ty = v->ty;
+    p.dx = 0, p.dy = 0;
+    return p;
+  }
   /* Six more uniforms from blocks 1 and 2 of the same purpose: the mirrors, the angle, the
      scale and the sub-pixel translation. The inverse map, a mirror after the inverse rotation
      and scale: source = F R(-angle) (output - translation) / scale, about the centre. */
@@ -194,16 +225,9 @@ AUG_FN aug_params aug_copy_params(const aug_spec* s, uint64_t key, uint32_t copy
   aug_u32x4 h = aug_random(s, key, copy, AUG_PURPOSE_PARAMS, 2);
   const float mirror_x = aug_unit(g.v[0]) < s->flip_h ? -1.0f : 1.0f;
   const float mirror_y = aug_unit(g.v[1]) < s->flip_v ? -1.0f : 1.0f;
-  float turn = aug_lerp(-s->rotate_turns, s->rotate_turns, aug_unit(g.v[2]));
-  if (turn < 0.0f) turn = turn + 1.0f; /* aug_sincos_turn takes [0, 1) */
-  if (turn >= 1.0f) turn = 0.0f;
-  float sine, cosine;
-  aug_sincos_turn(turn, &sine, &cosine);
+  const float turn = aug_lerp(-s->rotate_turns, s->rotate_turns, aug_unit(g.v[2]));
   const float scale = aug_lerp(s->scale_lo, s->scale_hi, aug_unit(g.v[3]));
-  const float c = cosine / scale, sn = sine / scale;
-  /* R(-a) = [cos sin; -sin cos] with y down: a positive angle turns the content clockwise */
-  p.m00 = mirror_x * c, p.m01 = mirror_x * sn;
-  p.m10 = mirror_y * -sn, p.m11 = mirror_y * c;
+  aug_inverse_map(mirror_x, mirror_y, turn, scale, &p.m00, &p.m01, &p.m10, &p.m11);
   p.tx = (float)p.dx + aug_lerp(-s->translate, s->translate, aug_unit(h.v[0]));
   p.ty = (float)p.dy + aug_lerp(-s->translate, s->translate, aug_unit(h.v[1]));
   return p;

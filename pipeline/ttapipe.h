@@ -185,6 +185,17 @@ typedef enum ttp_edge {
   TTP_EDGE_REFLECT = 2    /* mirrored about the edge pixel, which is not repeated */
 } ttp_edge;
 
+/* One view of a list (ttp_tta.views): the image mirrored (flip_h left-right, flip_v upside
+   down: 0 or 1), turned by rotate degrees (-180..180, clockwise for a positive angle), zoomed by
+   scale (0.25..4) and moved right by dx and down by dy pixels (-16..16, fractions allowed), read
+   back as the geometric views above with fixed values in place of drawn ones. */
+typedef struct ttp_view {
+  int flip_h, flip_v;
+  float rotate, scale, dx, dy;
+} ttp_view;
+
+enum { TTP_MAX_VIEWS = 16 };
+
 typedef struct ttp_tta {
   size_t struct_size;               /* sizeof(ttp_tta); set by ttp_tta_init */
   int copies;                       /* N, 1..64; 1 = no augmentation (default 1) */
@@ -216,7 +227,21 @@ typedef struct ttp_tta {
   float translate;                  /* largest sub-pixel translation, 0..16 pixels, on top of
                                        the whole-pixel shift (default 0) */
   ttp_edge edge;                    /* what enters from outside (default TTP_EDGE_ZERO) */
+  /* A list of views instead of drawn ones (default none: view_count 0): copy c is views[c], and
+     copies must equal view_count (ttp_tta_set_views sets both). The mirrors, rotation, scale,
+     translation and shift above are then not drawn (flip_h .. translate must stay at their
+     defaults); contrast, brightness, noise, the edge mode and keep_original (copy 0 the image
+     as it is, whatever views[0]) apply as before. airbench's six views: "none; flip_h;
+     shift 1 0; flip_h shift 1 0; shift -1 0; flip_h shift -1 0". */
+  int view_count;
+  ttp_view views[TTP_MAX_VIEWS];
 } ttp_tta;
+
+/* Parses a list of views into t (views, view_count, and copies = their number): views separated
+   by ';', each one or more of `none`, `flip_h`, `flip_v`, `rotate DEG`, `scale K`,
+   `shift DX DY`, separated by spaces. Returns TTP_OK, or TTP_ERR_INVALID_ARGUMENT with the
+   reason in error (t unchanged). */
+ttp_status ttp_tta_set_views(ttp_tta* t, const char* text, char* error, size_t error_size);
 
 /* Fills t with the defaults above (copies = 1) and sets t->struct_size. */
 void ttp_tta_init(ttp_tta* t);
@@ -231,6 +256,7 @@ void ttp_tta_init(ttp_tta* t);
  *     temperature = 1             (0.01..100: ttp_tta.temperature)
  *     flip_h = 0    flip_v = 0    rotate = 0    scale = 1, 1    translate = 0
  *     edge = zero                 (zero, replicate or reflect)
+ *     views = none; flip_h        (ttp_tta_set_views' syntax; sets copies too)
  * the ranges of ttp_tta's fields. `ttapipe tune` writes them; classify, eval and bench take
  * --tta-policy FILE (their --tta-* options then override single fields). */
 

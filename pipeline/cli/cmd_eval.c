@@ -367,6 +367,7 @@ static int run_eval(const cli_args* a) {
     ttp_result* alone = malloc(d.count * sizeof *alone);
     ttp_tta one = tta;
     one.copies = 1;
+    if (one.view_count > 0) one.view_count = 1; /* a list's view 0 */
     rc = alone ? cli_classify_tta(a, TTP_PLAN_MEASURE, &one, images, d.count, alone, NULL, NULL)
                : cli_fail("out of memory");
     for (size_t i = 0; rc == CLI_EXIT_OK && i < d.count; i++)

@@ -51,6 +51,16 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
       (rc = cli_get_choice(a, "tta-edge", edges, &edge)))
     return rc;
   t->edge = edge_modes[edge];
+  const char* views = cli_get(a, "tta-views");
+  if (views) {
+    const int asked = (int)copies;
+    if (ttp_tta_set_views(t, views, error, sizeof error) != TTP_OK)
+      return cli_usage_error(a->command, "--tta-views: %s", error);
+    if (cli_get(a, "tta") && asked != t->copies)
+      return cli_usage_error(a->command, "--tta %d, but --tta-views lists %d views", asked,
+                             t->copies);
+    copies = t->copies;
+  }
   t->copies = (int)copies;
   t->shift = (int)shift;
   t->noise_kind = kind ? TTP_NOISE_GAUSSIAN : TTP_NOISE_UNIFORM;
@@ -266,7 +276,10 @@ void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {
   }
   static const char* const edges[] = {"zero", "replicate", "reflect"};
   char views[320] = "";
-  if (t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||
+  if (t->view_count > 0)
+    snprintf(views, sizeof views, " (not drawn: %d listed views, edge %s)", t->view_count,
+             (unsigned)t->edge < 3 ? edges[t->edge] : "?");
+  else if (t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||
       t->scale_max != 1.0f || t->translate > 0 || t->edge != TTP_EDGE_ZERO)
     snprintf(views, sizeof views, ", mirrors %g left-right %g upside down, rotation up to %g deg, "
              "zoom %g..%g, sub-pixel translation %g px, edge %s", t->flip_h, t->flip_v, t->rotate,

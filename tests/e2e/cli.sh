@@ -84,6 +84,13 @@ out_has "3 copies (all augmented), shift 4 px, contrast 0.5..1.5, brightness -0.
 run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta 4 --tta-flip-v 0.5 \
   --tta-rotate 12 --tta-scale 0.9,1.1 --tta-translate 0.5 --tta-edge reflect
 out_has "shift 2 px, mirrors 0 left-right 0.5 upside down, rotation up to 12 deg, zoom 0.9..1.1, sub-pixel translation 0.5 px, edge reflect"
+run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta-views "none; flip_v; shift 1 0" \
+  --tta-edge replicate
+out_has "3 copies (copy 0 as it is), shift 2 px (not drawn: 3 listed views, edge replicate)"
+run 2 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta-views "none; wobble"
+grep -q "view 2: unknown view word 'wobble'" "$work/err" || fail "--tta-views wobble: $(cat "$work/err")"
+run 2 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta 4 --tta-views "none; flip_v"
+grep -q "lists 2 views" "$work/err" || fail "--tta 4 with 2 views: $(cat "$work/err")"
 for bad in "--tta 0" "--tta 65" "--tta x" "--tta-shift 17" "--tta-contrast 1.2" "--tta-contrast 1.2,1.1" \
            "--tta-brightness -2,0" "--tta-noise nan" "--tta-noise 2" "--tta-noise-kind pink" "--merge median" \
            "--seed -1" "--seed 18446744073709551616" "--tta-flip-h 1.5" "--tta-rotate 181" \

@@ -2,7 +2,8 @@
    float, and in half equal to the CPU's float rounded to nearest; then the kernel captured once
    in a CUDA Graph and replayed on new batches copied into the same input buffer. Odd batch
    sizes, an image size that is not a multiple of four, uniform and Gaussian noise, with and
-   without the original kept and the clamp, and the geometric views with each edge mode. Skipped (77) without a GPU. */
+   without the original kept and the clamp, the geometric views with each edge mode, and a list
+   of views. Skipped (77) without a GPU. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <string.h>
@@ -148,7 +149,7 @@ int main(void) {
     return TEST_SKIP;
   }
   test_rng rng = {777};
-  enum { CASES = 9 };
+  enum { CASES = 10 };
   tta_case cases[CASES] = {{0}};
   for (int i = 0; i < CASES; i++) ttp_tta_init(&cases[i].tta), cases[i].channels = 1;
   cases[0].rows = 28, cases[0].cols = 28, cases[0].count = 37, cases[0].tta.copies = 7;
@@ -169,7 +170,7 @@ int main(void) {
   cases[5].tta.keep_original = 0, cases[5].tta.shift = 4;
   /* The geometric views (mirrors, rotation, scale, sub-pixel translation), each edge mode, one
      and three channels at odd sizes, with the noise and the scaling. */
-  for (int i = 6; i < CASES; i++) {
+  for (int i = 6; i < 9; i++) {
     ttp_tta* t = &cases[i].tta;
     t->copies = 6, t->flip_h = 0.5f, t->flip_v = 0.3f, t->rotate = 25;
     t->scale_min = 0.85f, t->scale_max = 1.2f, t->translate = 1.25f;
@@ -179,6 +180,14 @@ int main(void) {
   cases[7].channels = 3, cases[7].rows = 13, cases[7].cols = 10, cases[7].count = 7;
   cases[7].scaled = 1, cases[7].tta.noise_kind = TTP_NOISE_GAUSSIAN;
   cases[8].rows = 9, cases[8].cols = 31, cases[8].count = 5, cases[8].tta.keep_original = 0;
+  /* a list of views: airbench's six, and turns, zooms and fractional shifts */
+  cases[9].tta = cases[0].tta, cases[9].rows = 28, cases[9].cols = 28, cases[9].count = 23;
+  cases[9].tta.edge = TTP_EDGE_REFLECT;
+  char error[256];
+  CHECK(ttp_tta_set_views(&cases[9].tta, "none; flip_h; shift 1 0; flip_h shift 1 0; shift -1 0; "
+                          "flip_h shift -1 0; rotate 13.5 scale 1.1; flip_v rotate -90 shift 0.5 "
+                          "0.25; scale 0.7 shift -2 3", error, sizeof error) == TTP_OK,
+        "%s", error);
   size_t bad = 0;
   for (int i = 0; i < CASES; i++) bad += run_case(&cases[i], &rng);
   CHECK(bad == 0, "%zu values differ between the GPU and the CPU reference", bad);

@@ -60,6 +60,12 @@ int main(void) {
             t.scale_max == 1.1f && t.translate == 0.75f && t.edge == TTP_EDGE_REFLECT &&
             t.copies == d.copies,
         "the views read wrong");
+  const char* six = write_text("six.policy", "copies = 6\nviews = none; flip_h; shift 1 0; "
+                               "flip_h shift 1 0; shift -1 0; flip_h shift -1 0\n");
+  CHECK(ttp_read_tta_policy(six, &t, error, sizeof error) == TTP_OK, "%s", error);
+  CHECK(t.copies == 6 && t.view_count == 6 && t.views[3].flip_h && t.views[3].dx == 1 &&
+            t.views[4].dx == -1 && !t.views[4].flip_h,
+        "airbench's views read wrong");
   const char* some = write_text("some.policy", "copies = 3\nmerge = vote\n");
   CHECK(ttp_read_tta_policy(some, &t, error, sizeof error) == TTP_OK, "%s", error);
   ttp_tta want = d;
@@ -86,6 +92,17 @@ int main(void) {
     w.seed = test_rng_next(&rng);
     w.merge = (ttp_merge)test_int(&rng, 0, 3);
     w.temperature = (float)exp(test_uniform(&rng, -4.5, 4.5));
+    if (k % 3 == 1) { /* a list of views, in another third */
+      w.view_count = w.copies = test_int(&rng, 1, TTP_MAX_VIEWS);
+      for (int v = 0; v < w.view_count; v++) {
+        ttp_view* view = &w.views[v];
+        view->flip_h = test_int(&rng, 0, 1), view->flip_v = test_int(&rng, 0, 1);
+        view->rotate = test_int(&rng, 0, 2) ? (float)test_uniform(&rng, -180, 180) : 0.0f;
+        view->scale = test_int(&rng, 0, 2) ? (float)test_uniform(&rng, 0.25, 4) : 1.0f;
+        view->dx = test_int(&rng, 0, 1) ? (float)test_uniform(&rng, -16, 16) : 0.0f;
+        view->dy = test_int(&rng, 0, 1) ? (float)test_uniform(&rng, -16, 16) : 0.0f;
+      }
+    }
     if (k % 3 == 0) { /* the geometric views, in a third of them */
       w.flip_h = (float)test_uniform(&rng, 0, 1);
       w.flip_v = (float)test_uniform(&rng, 0, 1);
@@ -128,6 +145,10 @@ int main(void) {
       {"tiny.policy", "scale = 0.1, 1\n", "scale range"},
       {"slide.policy", "translate = 20\n", "translation"},
       {"edge.policy", "edge = wrap\n", "zero, replicate or reflect"},
+      {"list.policy", "views = none; wobble\n", "line 1: view 2: unknown view word"},
+      {"count.policy", "copies = 3\nviews = none; flip_h\n", "2 of them, but copies = 3"},
+      {"after.policy", "views = none; flip_h\ncopies = 3\n", "must equal the views"},
+      {"both.policy", "views = none; flip_h\nrotate = 5\n", "not both"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
     refused(bad[k].name, bad[k].text, TTP_ERR_FORMAT, bad[k].fragment);

@@ -8,7 +8,9 @@
      replicate edge reads outside;
    - rotation, scale, translation and random mirrors against ttapipe.h's definition computed in
      double from the same Philox uniforms (bilinear, each edge mode), within 2e-5;
-   - how often copies are mirrored, and that the views' settings are checked. */
+   - how often copies are mirrored, and that the views' settings are checked;
+   - lists of views: parsed, exact where they move whole pixels, the definition in double
+     elsewhere, refused where they should be. */
 #include <math.h>
 #include <string.h>
 
@@ -122,8 +124,31 @@ static void test_whole_pixels(test_rng* rng) {
   CHECK(inside > 0 && outside > 0, "%zu inside, %zu outside", inside, outside);
 }
 
-/* ttapipe.h's definition in double: the source point of output (y, x) for copy c, then the
+/* A view in double: mirrors (-1 or 1), the angle in degrees, the zoom, the translation. */
+typedef struct view_d {
+  double mx, my, degrees, k, tx, ty;
+} view_d;
+
+/* ttapipe.h's definition in double: output (y, x)'s source point under view v, then the
    bilinear value with the edge mode. */
+static double view_pixel(view_d w, int edge, const uint8_t* plane, int rows, int cols, int y,
+                         int x) {
+  const double a = w.degrees * 3.14159265358979323846 / 180;
+  const double cx = (cols - 1) / 2.0, cy = (rows - 1) / 2.0;
+  const double u = x - cx - w.tx, v = y - cy - w.ty;
+  const double sx = w.mx * (cos(a) / w.k * u + sin(a) / w.k * v) + cx;
+  const double sy = w.my * (-sin(a) / w.k * u + cos(a) / w.k * v) + cy;
+  const double fx = floor(sx), fy = floor(sy), wx = sx - fx, wy = sy - fy;
+  double tap[4];
+  for (int j = 0; j < 4; j++) {
+    const int r = aug_edge_index((int)fy + j / 2, rows, edge);
+    const int col = aug_edge_index((int)fx + j % 2, cols, edge);
+    tap[j] = r < 0 || col < 0 ? 0 : plane[r * cols + col] / 255.0;
+  }
+  return (1 - wy) * ((1 - wx) * tap[0] + wx * tap[1]) + wy * ((1 - wx) * tap[2] + wx * tap[3]);
+}
+
+/* The drawn view of copy c, from the same Philox uniforms, in double. */
 static double reference_pixel(const ttp_tta* t, const aug_spec* s, uint64_t key, int c,
                               const uint8_t* plane, int rows, int cols, int y, int x) {
   const aug_params whole = aug_copy_params(s, key, (uint32_t)c); /* dx, dy as documented */
@@ -132,23 +157,10 @@ static double reference_pixel(const ttp_tta* t, const aug_spec* s, uint64_t key,
   const double u0 = (g.v[0] >> 8) / 16777216.0, u1 = (g.v[1] >> 8) / 16777216.0;
   const double u2 = (g.v[2] >> 8) / 16777216.0, u3 = (g.v[3] >> 8) / 16777216.0;
   const double u4 = (h.v[0] >> 8) / 16777216.0, u5 = (h.v[1] >> 8) / 16777216.0;
-  const double mx = u0 < t->flip_h ? -1 : 1, my = u1 < t->flip_v ? -1 : 1;
-  const double a = t->rotate * (2 * u2 - 1) * 3.14159265358979323846 / 180;
-  const double k = t->scale_min + (t->scale_max - t->scale_min) * u3;
-  const double tx = whole.dx + t->translate * (2 * u4 - 1);
-  const double ty = whole.dy + t->translate * (2 * u5 - 1);
-  const double cx = (cols - 1) / 2.0, cy = (rows - 1) / 2.0;
-  const double u = x - cx - tx, v = y - cy - ty;
-  const double sx = mx * (cos(a) / k * u + sin(a) / k * v) + cx;
-  const double sy = my * (-sin(a) / k * u + cos(a) / k * v) + cy;
-  const double fx = floor(sx), fy = floor(sy), wx = sx - fx, wy = sy - fy;
-  double tap[4];
-  for (int j = 0; j < 4; j++) {
-    const int r = aug_edge_index((int)fy + j / 2, rows, s->edge);
-    const int col = aug_edge_index((int)fx + j % 2, cols, s->edge);
-    tap[j] = r < 0 || col < 0 ? 0 : plane[r * cols + col] / 255.0;
-  }
-  return (1 - wy) * ((1 - wx) * tap[0] + wx * tap[1]) + wy * ((1 - wx) * tap[2] + wx * tap[3]);
+  const view_d w = {u0 < t->flip_h ? -1 : 1, u1 < t->flip_v ? -1 : 1, t->rotate * (2 * u2 - 1),
+                    t->scale_min + (t->scale_max - t->scale_min) * u3,
+                    whole.dx + t->translate * (2 * u4 - 1), whole.dy + t->translate * (2 * u5 - 1)};
+  return view_pixel(w, s->edge, plane, rows, cols, y, x);
 }
 
 static void test_definition(test_rng* rng) {
@@ -206,6 +218,102 @@ static void test_draws(void) {
         total);
 }
 
+/* Lists of views: airbench's six parsed; a quarter turn and a mirror with a whole-pixel shift
+   exact; turns, zooms and fractional shifts against the definition in double; copy 0 kept as it
+   is; lists refused where they should be. */
+static void test_lists(test_rng* rng) {
+  char error[256];
+  ttp_tta t = plain(1);
+  CHECK(ttp_tta_set_views(&t, "none; flip_h; shift 1 0; flip_h shift 1 0;shift -1 0 ;"
+                              "\tflip_h  shift -1 0", error, sizeof error) == TTP_OK, "%s", error);
+  CHECK(t.view_count == 6 && t.copies == 6 && !t.views[0].flip_h && t.views[1].flip_h &&
+            t.views[2].dx == 1 && t.views[3].flip_h && t.views[3].dx == 1 &&
+            t.views[5].dx == -1 && t.views[5].dy == 0 && t.views[4].scale == 1,
+        "airbench's six views read wrong");
+  CHECK(spec_of(&t).geometric && spec_of(&t).view_count == 6, "the list's spec");
+
+  const int sizes[][3] = {{1, 9, 9}, {3, 10, 10}};
+  for (int z = 0; z < 2; z++) {
+    const int ch = sizes[z][0], n = sizes[z][1], plane = n * n;
+    uint8_t image[3 * 10 * 10];
+    float copy[3 * 10 * 10];
+    random_image(rng, image, (size_t)ch * plane);
+    const uint64_t key = aug_image_key(image, (size_t)ch * plane);
+    t = plain(1);
+    CHECK(ttp_tta_set_views(&t, "rotate 90; flip_h shift 1 0", error, sizeof error) == TTP_OK,
+          "%s", error);
+    const aug_spec s = spec_of(&t);
+    for (int c = 0; c < 2; c++) {
+      aug_make_copy(&s, key, c, image, ch, n, n, copy);
+      for (int i = 0; i < ch * plane; i++) {
+        const int y = i % plane / n, x = i % n, base = i / plane * plane;
+        /* a quarter turn clockwise: output (y, x) reads (n - 1 - x, y); the mirror then a
+           shift right by one: (y, n - x), black at x = 0 */
+        const float want = c == 0   ? (float)image[base + (n - 1 - x) * n + y] / 255.0f
+                           : x == 0 ? 0.0f
+                                    : (float)image[base + y * n + n - x] / 255.0f;
+        CHECK(memcmp(&copy[i], &want, 4) == 0, "view %d, %dx%d, value %d: %.9g, not %.9g", c,
+              ch, n, i, copy[i], want);
+      }
+    }
+  }
+
+  const int rows = 17, cols = 12;
+  uint8_t image[17 * 12];
+  float copy[17 * 12];
+  random_image(rng, image, rows * cols);
+  const uint64_t key = aug_image_key(image, rows * cols);
+  const view_d want[4] = {{1, 1, 0, 1, 0, 0}, {-1, 1, -37.5, 1.25, 0.5, -2.25},
+                          {1, -1, 170, 0.6, -3, 1}, {-1, -1, 12, 2, 0, 0.75}};
+  for (int edge = 0; edge < 3; edge++) {
+    t = plain(1);
+    t.keep_original = 1, t.edge = (ttp_edge)edge;
+    CHECK(ttp_tta_set_views(&t, "flip_h; flip_h rotate -37.5 scale 1.25 shift 0.5 -2.25; "
+                                "flip_v rotate 170 scale 0.6 shift -3 1; flip_h flip_v rotate 12 "
+                                "scale 2 shift 0 0.75", error, sizeof error) == TTP_OK,
+          "%s", error);
+    const aug_spec s = spec_of(&t);
+    for (int c = 0; c < 4; c++) { /* copy 0: kept as it is, not mirrored */
+      aug_make_copy(&s, key, c, image, 1, rows, cols, copy);
+      for (int i = 0; i < rows * cols; i++) {
+        const double v = view_pixel(want[c], edge, image, rows, cols, i / cols, i % cols);
+        CHECK(fabs(copy[i] - v) <= 2e-5, "edge %d, view %d, value %d: %.9g, the definition %.9g",
+              edge, c, i, copy[i], v);
+      }
+    }
+  }
+
+  static const struct {
+    const char *list, *fragment;
+  } bad[] = {{"none; wobble", "view 2: unknown view word 'wobble'"},
+             {"shift 1", "shift: two numbers"},
+             {"rotate", "rotate: a number"},
+             {"scale x", "scale: a number"},
+             {"none;;flip_h", "view 2: an empty view"},
+             {"", "view 1: an empty view"},
+             {"none;none;none;none;none;none;none;none;none;none;none;none;none;none;none;none;"
+              "none", "more than 16 views"}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    t = plain(3);
+    CHECK(ttp_tta_set_views(&t, bad[k].list, error, sizeof error) == TTP_ERR_INVALID_ARGUMENT,
+          "'%s' accepted", bad[k].list);
+    EXPECT_MESSAGE(error, bad[k].fragment);
+    CHECK(t.copies == 3 && t.view_count == 0, "'%s' changed the settings", bad[k].list);
+  }
+  ttp_tta d = plain(1);
+  CHECK(ttp_tta_set_views(&d, "none; rotate 10", error, sizeof error) == TTP_OK, "%s", error);
+  t = d, t.copies = 3, expect_refused(t, "copies (3) must equal the views (2)");
+  t = d, t.flip_h = 0.5f, expect_refused(t, "a list or drawn, not both");
+  t = d, t.views[1].rotate = 200, expect_refused(t, "view 1: mirrors 0 or 1");
+  t = d, t.views[0].scale = 0, expect_refused(t, "view 0");
+  t = d, t.views[1].flip_v = 2, expect_refused(t, "view 1");
+  t = d, t.views[1].dx = 17, expect_refused(t, "view 1");
+  t = d, t.view_count = 17, expect_refused(t, "views must be 0..16");
+  t = plain(1), t.struct_size = offsetof(ttp_tta, views);
+  CHECK(ttp_tta_set_views(&t, "none", error, sizeof error) == TTP_ERR_INVALID_ARGUMENT,
+        "an older structure took a list");
+}
+
 static void test_settings(void) {
   ttp_tta d, t;
   ttp_tta_init(&d);
@@ -233,8 +341,9 @@ int main(void) {
   test_whole_pixels(&rng);
   test_definition(&rng);
   test_draws();
+  test_lists(&rng);
   test_settings();
-  printf("tta views: edge modes, exact mirrors, whole pixels, the definition, draws and settings "
-         "check out\n");
+  printf("tta views: edge modes, exact mirrors, whole pixels, the definition, draws, lists and "
+         "settings check out\n");
   return 0;
 }
