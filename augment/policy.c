@@ -52,20 +52,29 @@ static int parse_view(char* text, ttp_view* v, char* why, size_t size) {
   *v = (ttp_view){0, 0, 0.0f, 1.0f, 0.0f, 0.0f};
   int words = 0;
   char* at = NULL;
-  for (char* w = strtok_r(text, " \t", &at); w; w = strtok_r(NULL, " \t", &at), words++) {
+  const char* blank = " \t\r\n";
+  for (char* w = strtok_r(text, blank, &at); w; w = strtok_r(NULL, blank, &at), words++) {
     double a, b;
     if (strcmp(w, "none") == 0) continue;
     if (strcmp(w, "flip_h") == 0 || strcmp(w, "flip_v") == 0) {
       *(w[5] == 'h' ? &v->flip_h : &v->flip_v) = 1;
-    } else if (strcmp(w, "rotate") == 0 || strcmp(w, "scale") == 0) {
-      const char* n = strtok_r(NULL, " \t", &at);
-      if (!n || !number(n, &a)) return snprintf(why, size, "%s: a number after it", w), -1;
-      *(w[0] == 'r' ? &v->rotate : &v->scale) = (float)a;
+    } else if (strcmp(w, "rotate") == 0) {
+      const char* n = strtok_r(NULL, blank, &at);
+      if (!n || !number(n, &a) || a < -180 || a > 180)
+        return snprintf(why, size, "rotate: degrees after it, -180..180"), -1;
+      v->rotate = (float)a;
+    } else if (strcmp(w, "scale") == 0) {
+      const char* n = strtok_r(NULL, blank, &at);
+      if (!n || !number(n, &a) || a < 0.25 || a > 4)
+        return snprintf(why, size, "scale: a zoom after it, 0.25..4"), -1;
+      v->scale = (float)a;
     } else if (strcmp(w, "shift") == 0) {
-      const char* x = strtok_r(NULL, " \t", &at);
-      const char* y = x ? strtok_r(NULL, " \t", &at) : NULL;
-      if (!y || !number(x, &a) || !number(y, &b))
-        return snprintf(why, size, "shift: two numbers after it, DX DY"), -1;
+      const char* x = strtok_r(NULL, blank, &at);
+      const char* y = x ? strtok_r(NULL, blank, &at) : NULL;
+      if (!y || !number(x, &a) || !number(y, &b) || fabs(a) > AUG_MAX_SHIFT ||
+          fabs(b) > AUG_MAX_SHIFT)
+        return snprintf(why, size, "shift: two numbers after it, DX DY, each -%d..%d",
+                        AUG_MAX_SHIFT, AUG_MAX_SHIFT), -1;
       v->dx = (float)a, v->dy = (float)b;
     } else {
       return snprintf(why, size, "unknown view word '%.40s' (none, flip_h, flip_v, rotate DEG, "

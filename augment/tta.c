@@ -26,6 +26,8 @@ void ttp_tta_init(ttp_tta* t) {
   t->edge = TTP_EDGE_ZERO;
 }
 
+_Static_assert((int)AUG_MAX_VIEWS == (int)TTP_MAX_VIEWS, "a list's room on both sides");
+
 /* A list of views: its length, each view's ranges, and no drawn geometry beside it. */
 static ttp_status check_views(const ttp_tta* t, ttp_err* e) {
   if (t->view_count == 0) return TTP_OK;

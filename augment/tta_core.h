@@ -304,10 +304,12 @@ AUG_FN void aug_source_taps(const aug_spec* s, const aug_params* p, int y, int x
   float sy = p->m10 * u;
   sy = sy + p->m11 * v;
   sy = sy + cy;
-  /* far outside: clamped first, so that the integers below cannot overflow */
-  const float far = 4.0f * (float)(rows > cols ? rows : cols) + 4.0f;
-  sx = sx < -far ? -far : sx > far ? far : sx;
-  sy = sy < -far ? -far : sy > far ? far : sy;
+  /* Clamped so that the integers below cannot overflow; no valid setting reaches the bound
+     (|source - centre| <= 2.83 n + 181 for n the larger side at scale 0.25, shift and
+     translation 16), so the reflect edge, which repeats, reads the right pixel. */
+  const float far = 8.0f * (float)(rows > cols ? rows : cols) + 512.0f;
+  sx = !(sx >= -far) ? -far : sx > far ? far : sx;
+  sy = !(sy >= -far) ? -far : sy > far ? far : sy;
   const float fx = floorf(sx), fy = floorf(sy);
   *wx = sx - fx;
   *wy = sy - fy;

@@ -138,17 +138,18 @@ size_t ttp_printable(const char* text, char* out, size_t out_size);
  * Geometric views (any of flip_h, flip_v, rotate, translate nonzero, a scale other than 1, or
  * an edge other than TTP_EDGE_ZERO) replace step 2 for every copy but a kept original. Six more
  * uniforms u0..u5 (Philox blocks 1 and 2 of the parameters' purpose) give: mirror_x = -1 when
- * u0 < flip_h (else 1), mirror_y = -1 when u1 < flip_v; the angle a = rotate (2 u2 - 1) degrees
- * (as a turn t = a / 360 in [0, 1), whose sine and cosine ttapipe computes itself, so that CPU
- * and GPU agree); the scale k = scale_min + (scale_max - scale_min) u3; the translation
- * tx = dx + translate (2 u4 - 1), ty = dy + translate (2 u5 - 1). With the centre
+ * u0 < flip_h (else 1), mirror_y = -1 when u1 < flip_v; the angle as a turn t = -r + (2 r) u2,
+ * r = rotate / 360 (plus 1 when negative, whose sine and cosine ttapipe computes itself, so that
+ * CPU and GPU agree); the scale k = scale_min + (scale_max - scale_min) u3; the translation
+ * tx = dx + (-translate + (2 translate) u4), ty likewise with u5. With the centre
  * (cx, cy) = ((cols - 1) / 2, (rows - 1) / 2), output pixel (y, x) reads the source point
  *     u = x - cx - tx,  v = y - cy - ty,
  *     sx = mirror_x (cos a / k) u + mirror_x (sin a / k) v + cx,
  *     sy = mirror_y (-sin a / k) u + mirror_y (cos a / k) v + cy
  * (each product and sum one float operation, in this order: augment/tta_core.h), and x0 is the
- * bilinear value of the four pixels around it, (1 - wy)((1 - wx) I00 + wx I01) + wy((1 - wx)
- * I10 + wx I11) / 255 with wx = sx - floor(sx), wy = sy - floor(sy). A pixel outside the image
+ * bilinear value of the four pixels around it, each first divided by 255 (P = I / 255):
+ * (1 - wy)((1 - wx) P00 + wx P01) + wy((1 - wx) P10 + wx P11), wx = sx - floor(sx),
+ * wy = sy - floor(sy). A pixel outside the image
  * reads 0 (TTP_EDGE_ZERO), the nearest edge pixel (TTP_EDGE_REPLICATE), or its mirror about the
  * edge pixel without repeating it (TTP_EDGE_REFLECT: -1 reads 1). The content turns clockwise
  * for a positive angle, grows for k > 1, and moves right and down by (tx, ty); mirrors flip it

@@ -275,20 +275,21 @@ void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {
     return;
   }
   static const char* const edges[] = {"zero", "replicate", "reflect"};
-  char views[320] = "";
+  char views[320];
+  const char* edge = (unsigned)t->edge < 3 ? edges[t->edge] : "?";
   if (t->view_count > 0)
-    snprintf(views, sizeof views, " (not drawn: %d listed views, edge %s)", t->view_count,
-             (unsigned)t->edge < 3 ? edges[t->edge] : "?");
+    snprintf(views, sizeof views, "%d listed views, edge %s", t->view_count, edge);
   else if (t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||
-      t->scale_max != 1.0f || t->translate > 0 || t->edge != TTP_EDGE_ZERO)
-    snprintf(views, sizeof views, ", mirrors %g left-right %g upside down, rotation up to %g deg, "
-             "zoom %g..%g, sub-pixel translation %g px, edge %s", t->flip_h, t->flip_v, t->rotate,
-             t->scale_min, t->scale_max, t->translate,
-             (unsigned)t->edge < 3 ? edges[t->edge] : "?");
+           t->scale_max != 1.0f || t->translate > 0 || t->edge != TTP_EDGE_ZERO)
+    snprintf(views, sizeof views, "shift %d px, mirrors %g left-right %g upside down, rotation "
+             "up to %g deg, zoom %g..%g, sub-pixel translation %g px, edge %s", t->shift,
+             t->flip_h, t->flip_v, t->rotate, t->scale_min, t->scale_max, t->translate, edge);
+  else
+    snprintf(views, sizeof views, "shift %d px", t->shift);
   snprintf(buf, size,
-           "%d copies (%s), shift %d px%s, contrast %g..%g, brightness %g..%g, %s noise %g%s, "
+           "%d copies (%s), %s, contrast %g..%g, brightness %g..%g, %s noise %g%s, "
            "seed %llu, merge %s%s",
-           t->copies, t->keep_original ? "copy 0 as it is" : "all augmented", t->shift, views,
+           t->copies, t->keep_original ? "copy 0 as it is" : "all augmented", views,
            t->contrast_min, t->contrast_max, t->brightness_min, t->brightness_max,
            t->noise_kind == TTP_NOISE_GAUSSIAN ? "gaussian" : "uniform", t->noise,
            t->clamp ? "" : ", unclamped", (unsigned long long)t->seed, merges[t->merge], tempered);

@@ -306,12 +306,12 @@ static ttp_status plan_layers(cudnn_net* g, ttp_err* e) {
 /* A chain's convolutions on cuDNN's tensor cores checked for the same bits in every bucket
    (gpu_conv_check), in the arena before any batch runs: up to 64 images' rows compared. Graphs
    are not checked (their fp16 rows are held to a tolerance across batch sizes: tests/gpu). */
-static ttp_status check_chain(cudnn_net* g, ttp_err* e) {
+static void check_chain(cudnn_net* g) {
   const model* m = g->m;
   const gpu_context* ctx = &g->ctx;
   int at;
-  if (ctx->buckets < 2 || !ctx->tensor_cores || !model_is_chain(m, &at)) return TTP_OK;
-  g->checked = 1;
+  if (ctx->buckets < 2 || !ctx->tensor_cores || !model_is_chain(m, &at)) return;
+  ttp_err err = {0}, *e = &err;
   gpu_conv_probe probe = {.ref_rows = ctx->rows[ctx->buckets - 2]};
   if (probe.ref_rows > 64 * g->cfg.spec.copies) probe.ref_rows = 64 * g->cfg.spec.copies;
   size_t most = 0;
@@ -326,10 +326,11 @@ static ttp_status check_chain(cudnn_net* g, ttp_err* e) {
     if (L->skip || m->layers[i].op != MODEL_CONV) continue;
     for (int b = 0; b < ctx->buckets; b++)
       probe.x[b] = value_at(g, m->layers[i].inputs[0], b), probe.y[b] = value_at(g, L->run_at + 1, b);
-    s = gpu_conv_check(&g->ctx, L, &probe, e);
+    s = gpu_conv_check(&g->ctx, L, &probe, &g->checked, e);
   }
   cudaFree(probe.ref), cudaFree(probe.differ);
-  return s;
+  /* a check that cannot run leaves the plan as it is, and the details say why */
+  if (s != TTP_OK) snprintf(g->unchecked, sizeof g->unchecked, "%.150s", err.message);
 }
 
 static void cudnn_destroy(void* state);
@@ -353,7 +354,7 @@ static ttp_status plan_net(const model* m, const engine_config* c, const gpu_buc
   if (!cache_note[0]) snprintf(cache_note, cache_size, "%s", note);
   if (s == TTP_OK) s = plan_layers(g, e);
   const double at = clock_seconds();
-  if (s == TTP_OK) s = check_chain(g, e);
+  if (s == TTP_OK) check_chain(g);
   g->check_s = clock_seconds() - at;
   if (s != TTP_OK) {
     cudnn_destroy(g);
@@ -389,10 +390,13 @@ static ttp_status cudnn_plan(const model* m, const engine_config* c, const gpu_b
   if (s != TTP_OK) return s;
   /* what was searched goes into the plan cache for the next process */
   gpu_plan_cache_write(&g->ctx, c->plan_cache, write_note, sizeof write_note);
-  char checked[80] = "";
-  if (g->checked)
-    snprintf(checked, sizeof checked, ", the convolutions' rows checked in every bucket %.1f ms",
-             1e3 * g->check_s);
+  char checked[240] = "";
+  if (g->unchecked[0])
+    snprintf(checked, sizeof checked, ", the convolutions' rows not checked in every bucket (%s)",
+             g->unchecked);
+  else if (g->checked)
+    snprintf(checked, sizeof checked, ", %d convolution%s rows checked in every bucket %.1f ms",
+             g->checked, g->checked == 1 ? "'s" : "s'", 1e3 * g->check_s);
   int n = snprintf(g->details, sizeof g->details,
                    "%s%s; the plan: cuDNN loaded %.1f ms, its handle %.1f ms, the layers %.1f ms "
                    "(the slowest %.1f ms, %s)%s%s%s%s%s",

@@ -43,7 +43,7 @@ typedef struct gpu_layer {
   int fused_epilogue;   /* conv on cuDNN: bias, residual and ReLU in its fused call */
   cudnnTensorDescriptor_t bias_desc;
   cudnnActivationDescriptor_t act;
-  char algo[128]; /* the algorithm chosen, in words */
+  char algo[256]; /* the algorithm chosen, in words */
 } gpu_layer;
 
 /* The context every layer plans and enqueues in. */
@@ -92,8 +92,9 @@ typedef struct cudnn_net {
   void* input;      /* the input value when padded; else it lies in the arena */
   float* probs;  /* fp16 only: the softmax output widened for the merge */
   double layers_s, slowest_s; /* planning the layers, and the slowest of them (its index) */
-  double check_s; /* check_chain: the convolutions' rows checked in every bucket (when checked) */
-  int checked;
+  double check_s; /* check_chain: the convolutions' rows checked in every bucket */
+  int checked;    /* how many it checked */
+  char unchecked[160]; /* why the check could not run, where it could not */
   int slowest;
   char details[6144];
 } cudnn_net;
@@ -128,9 +129,9 @@ typedef struct gpu_conv_probe {
    Nothing else is tried: cuDNN's other implicit GEMM and FMA math gave the same bits on LeNet's
    conv2 but ran several times slower there and up to 10x on ResNet-20 (BENCHMARKS.md). Other
    layers, FMA math (one sum order: tests/gpu checks fp32's bits) and residual convolutions:
-   nothing. Synchronises. */
+   nothing; *checked counts the layers checked. Synchronises. */
 ttp_status gpu_conv_check(const gpu_context* ctx, gpu_layer* L, const gpu_conv_probe* probe,
-                          ttp_err* e);
+                          int* checked, ttp_err* e);
 /* Launches layer L for bucket b on ctx->stream: its inputs in[0 .. input_count - 1] -> out.
    Launches only. */
 ttp_status gpu_layer_enqueue(const gpu_context* ctx, const gpu_layer* L, int b,

@@ -666,11 +666,12 @@ static ttp_status rows_differing(const gpu_context* ctx, const gpu_layer* L,
 }
 
 ttp_status gpu_conv_check(const gpu_context* ctx, gpu_layer* L, const gpu_conv_probe* probe,
-                          ttp_err* e) {
+                          int* checked, ttp_err* e) {
   if (L->l->op != MODEL_CONV || L->own || L->depthwise || L->residual || ctx->buckets < 2 ||
       !(L->conv_math == CUDNN_TENSOR_OP_MATH ||
         L->conv_math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
     return TTP_OK;
+  (*checked)++;
   unsigned count = 0;
   TRY(rows_differing(ctx, L, probe, &count, e));
   const size_t used = strlen(L->algo);

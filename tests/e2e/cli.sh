@@ -86,7 +86,7 @@ run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta 4 --tta-
 out_has "shift 2 px, mirrors 0 left-right 0.5 upside down, rotation up to 12 deg, zoom 0.9..1.1, sub-pixel translation 0.5 px, edge reflect"
 run 0 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta-views "none; flip_v; shift 1 0" \
   --tta-edge replicate
-out_has "3 copies (copy 0 as it is), shift 2 px (not drawn: 3 listed views, edge replicate)"
+out_has "3 copies (copy 0 as it is), 3 listed views, edge replicate, contrast"
 run 2 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta-views "none; wobble"
 grep -q "view 2: unknown view word 'wobble'" "$work/err" || fail "--tta-views wobble: $(cat "$work/err")"
 run 2 eval --model "$m" --images "$work/img" --labels "$work/lab" --tta 4 --tta-views "none; flip_v"

@@ -224,7 +224,7 @@ static void test_draws(void) {
 static void test_lists(test_rng* rng) {
   char error[256];
   ttp_tta t = plain(1);
-  CHECK(ttp_tta_set_views(&t, "none; flip_h; shift 1 0; flip_h shift 1 0;shift -1 0 ;"
+  CHECK(ttp_tta_set_views(&t, "none; flip_h; shift 1 0; flip_h shift 1 0;shift -1 0 ;\r\n"
                               "\tflip_h  shift -1 0", error, sizeof error) == TTP_OK, "%s", error);
   CHECK(t.view_count == 6 && t.copies == 6 && !t.views[0].flip_h && t.views[1].flip_h &&
             t.views[2].dx == 1 && t.views[3].flip_h && t.views[3].dx == 1 &&
@@ -283,12 +283,37 @@ static void test_lists(test_rng* rng) {
     }
   }
 
+  /* the farthest a list can reach (zoom 0.25 turned by 45 degrees, shifted 16 by 16): the
+     reflect edge, which repeats, still reads the definition's pixel */
+  {
+    const int n = 32;
+    uint8_t big[32 * 32];
+    float out[32 * 32];
+    random_image(rng, big, n * n);
+    t = plain(1);
+    t.edge = TTP_EDGE_REFLECT;
+    CHECK(ttp_tta_set_views(&t, "rotate 45 scale 0.25 shift 16 16", error, sizeof error) == TTP_OK,
+          "%s", error);
+    const aug_spec s = spec_of(&t);
+    aug_make_copy(&s, aug_image_key(big, n * n), 0, big, 1, n, n, out);
+    const view_d far = {1, 1, 45, 0.25, 16, 16};
+    for (int i = 0; i < n * n; i++) {
+      const double v = view_pixel(far, TTP_EDGE_REFLECT, big, n, n, i / n, i % n);
+      CHECK(fabs(out[i] - v) <= 2e-4, "far view, value %d: %.9g, the definition %.9g", i, out[i],
+            v);
+    }
+  }
+
   static const struct {
     const char *list, *fragment;
   } bad[] = {{"none; wobble", "view 2: unknown view word 'wobble'"},
              {"shift 1", "shift: two numbers"},
-             {"rotate", "rotate: a number"},
-             {"scale x", "scale: a number"},
+             {"rotate", "rotate: degrees after it"},
+             {"scale x", "scale: a zoom after it"},
+             {"rotate 500", "rotate: degrees after it, -180..180"},
+             {"scale 0.1", "scale: a zoom after it, 0.25..4"},
+             {"shift 1e40 0", "shift: two numbers after it, DX DY, each -16..16"},
+             {"none; flip_h;", "view 3: an empty view"},
              {"none;;flip_h", "view 2: an empty view"},
              {"", "view 1: an empty view"},
              {"none;none;none;none;none;none;none;none;none;none;none;none;none;none;none;none;"
