@@ -9,7 +9,8 @@
    Two models: NVIDIA's mnistCUDNN LeNet (or, without SHARED_DATASETS_DIR, one generated in its
    shape) with N = 5 and the default augmentation, and a made-up one of odd sizes (20x23 input,
    padding 2 and 1, 7 and 9 channels, ReLUs after the convolutions, no LRN, 13 classes) with
-   N = 3 and Gaussian noise. Each in fp32 (tolerance 1e-5 relative) and fp16 (act1 and act2 in
+   N = 3, Gaussian noise and the geometric views (mirrors, rotation, zoom, sub-pixel
+   translation, the reflect edge). Each in fp32 (tolerance 1e-5 relative) and fp16 (act1 and act2 in
    fp16, conv2 and fc1 on the tensor cores: 1e-3 for stage 1's rounding to fp16, 1e-2 from there
    on). fp32 runs stages 2 and 3 twice, with the batch-wide kernels (register-tiled conv2, fc1 a
    GEMM of its own) and with the others, whatever the batch: both against the CPU, and the two
@@ -338,6 +339,8 @@ int main(int argc, char** argv) {
   ttp_tta_init(&tta);
   tta.copies = 3;
   tta.noise_kind = TTP_NOISE_GAUSSIAN;
+  tta.flip_h = 0.5f, tta.rotate = 15, tta.scale_min = 0.9f, tta.scale_max = 1.1f;
+  tta.translate = 0.5f, tta.edge = TTP_EDGE_REFLECT; /* the geometric views in stage 1 */
   for (int half = 0; half < 2; half++) {
     const ttp_precision precision = half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
     run_model("an odd-sized model", odd, &tta, 29, precision, &rng);
