@@ -304,8 +304,7 @@ ttp_status ttp_write_tta_policy(const char* path, const ttp_tta* t, const char* 
             shortest(t->temperature, b[5]));
     /* the geometric views where the caller's structure has them and any is on */
     const int has = t->struct_size >= offsetof(ttp_tta, edge) + sizeof t->edge;
-    if (has && (t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||
-                t->scale_max != 1.0f || t->translate > 0 || t->edge != TTP_EDGE_ZERO)) {
+    if (has && (aug_draws_views(t) || t->edge != TTP_EDGE_ZERO)) {
       char g[6][32];
       fprintf(f, "flip_h = %s\nflip_v = %s\nrotate = %s\nscale = %s, %s\ntranslate = %s\n"
                  "edge = %s\n",

@@ -26,6 +26,11 @@ void ttp_tta_init(ttp_tta* t) {
   t->edge = TTP_EDGE_ZERO;
 }
 
+int aug_draws_views(const ttp_tta* t) {
+  return t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||
+         t->scale_max != 1.0f || t->translate > 0;
+}
+
 _Static_assert((int)AUG_MAX_VIEWS == (int)TTP_MAX_VIEWS, "a list's room on both sides");
 
 /* A list of views: its length, each view's ranges, and no drawn geometry beside it. */
@@ -37,8 +42,7 @@ static ttp_status check_views(const ttp_tta* t, ttp_err* e) {
   if (t->copies != t->view_count)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA copies (%d) must equal the views (%d)",
                t->copies, t->view_count);
-  if (t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||
-      t->scale_max != 1.0f || t->translate > 0)
+  if (aug_draws_views(t))
     return ERR(e, TTP_ERR_INVALID_ARGUMENT,
                "TTA views are a list or drawn, not both: leave the mirrors, rotation, scale and "
                "translation at their defaults with a list");
@@ -121,8 +125,7 @@ ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge,
       .seed_hi = (uint32_t)(t->seed >> 32),
       .scaled = 0,
       .std = {1.0f, 1.0f, 1.0f},
-      .geometric = t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||
-                   t->scale_max != 1.0f || t->translate > 0 || t->edge != TTP_EDGE_ZERO,
+      .geometric = aug_draws_views(t) || t->edge != TTP_EDGE_ZERO,
       .flip_h = t->flip_h,
       .flip_v = t->flip_v,
       .rotate_turns = t->rotate / 360.0f,

@@ -22,6 +22,10 @@ enum { AUG_MAX_COPIES = 64, AUG_MAX_SHIFT = 16 };
 ttp_status aug_spec_from(const ttp_tta* t, aug_spec* out, ttp_merge* merge, float* temperature,
                          ttp_err* e);
 
+/* Whether t draws geometric views: a mirror, a rotation, a scale or a sub-pixel translation
+   (a full structure's fields: after aug_spec_from's widening, or t's own). */
+int aug_draws_views(const ttp_tta* t);
+
 /* Sets the spec's input scaling (tta_core.h) for an input of `channels` channels: off where
    every channel's is mean 0, std 1 (the copies' bits are then those of no scaling at all). */
 void aug_spec_scale(aug_spec* s, const float mean[3], const float std[3], int channels);

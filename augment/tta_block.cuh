@@ -8,14 +8,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "../pipeline/element.cuh"
 #include "tta_core.h"
-
-template <typename T>
-__device__ __forceinline__ T aug_to(float v);
-template <>
-__device__ __forceinline__ float aug_to<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half aug_to<__half>(float v) { return __float2half_rn(v); }
 
 // The sum of v over the block's THREADS threads (a multiple of 32), returned to every thread.
 template <int THREADS>
@@ -118,7 +112,7 @@ __device__ void aug_block_copy(const aug_spec& spec, const aug_params& p, uint64
         const int s = aug_source_index(&p, y, x, rows, cols);
         v = s < 0 ? 0.0f : aug_pixel_at(image, ch * plane + s);
       }
-      dst[(ch * rows + y) * pitch + x] = aug_to<T>(aug_pixel(&spec, &p, ch, v, noise[j]));
+      dst[(ch * rows + y) * pitch + x] = gpu_narrow<T>(aug_pixel(&spec, &p, ch, v, noise[j]));
       if (++x == cols) {
         x = 0;
         if (++y == rows) y = 0, ch++;

@@ -21,6 +21,9 @@ int cli_fail(const char* fmt, ...) {
   return CLI_EXIT_FATAL;
 }
 
+/* ttp_edge's names, in its order. */
+static const char* const tta_edges[] = {"zero", "replicate", "reflect", NULL};
+
 /* The augmentation the --tta options ask for. */
 static int tta_from_args(const cli_args* a, ttp_tta* t) {
   static const char* const kinds[] = {"uniform", "gaussian", NULL};
@@ -33,8 +36,6 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
   if (policy && ttp_read_tta_policy(policy, t, error, sizeof error) != TTP_OK)
     return cli_fail("%s", error);
   long copies = t->copies, shift = t->shift;
-  static const char* const edges[] = {"zero", "replicate", "reflect", NULL};
-  static const ttp_edge edge_modes[] = {TTP_EDGE_ZERO, TTP_EDGE_REPLICATE, TTP_EDGE_REFLECT};
   int kind = t->noise_kind == TTP_NOISE_GAUSSIAN, merge = (int)t->merge, edge = (int)t->edge, rc;
   if ((rc = cli_get_long(a, "tta", 1, 64, &copies)) || (rc = cli_get_long(a, "tta-shift", 0, 16, &shift)) ||
       (rc = cli_get_float_pair(a, "tta-contrast", &t->contrast_min, &t->contrast_max)) ||
@@ -48,9 +49,9 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
       (rc = cli_get_float(a, "tta-rotate", &t->rotate)) ||
       (rc = cli_get_float_pair(a, "tta-scale", &t->scale_min, &t->scale_max)) ||
       (rc = cli_get_float(a, "tta-translate", &t->translate)) ||
-      (rc = cli_get_choice(a, "tta-edge", edges, &edge)))
+      (rc = cli_get_choice(a, "tta-edge", tta_edges, &edge)))
     return rc;
-  t->edge = edge_modes[edge];
+  t->edge = (ttp_edge)edge; /* tta_edges is in ttp_edge's order */
   const char* views = cli_get(a, "tta-views");
   if (views) {
     const int asked = (int)copies;
@@ -274,9 +275,8 @@ void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {
     snprintf(buf, size, "none (1 copy, as it is)%s", tempered);
     return;
   }
-  static const char* const edges[] = {"zero", "replicate", "reflect"};
   char views[320];
-  const char* edge = (unsigned)t->edge < 3 ? edges[t->edge] : "?";
+  const char* edge = (unsigned)t->edge <= TTP_EDGE_REFLECT ? tta_edges[t->edge] : "?";
   if (t->view_count > 0)
     snprintf(views, sizeof views, "%d listed views, edge %s", t->view_count, edge);
   else if (t->flip_h > 0 || t->flip_v > 0 || t->rotate > 0 || t->scale_min != 1.0f ||

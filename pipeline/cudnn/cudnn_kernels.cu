@@ -2,7 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "cudnn_kernels.h"
-#include "element.cuh"
+#include "../element.cuh"
 
 namespace {
 

@@ -310,10 +310,14 @@ void gpu_plan_cache_write(const gpu_context* ctx, const char* path, char* note,
   pthread_mutex_unlock(&conv_choice_lock);
 }
 
+/* Whether a convolution of math type m runs on the tensor cores. */
+static int on_tensor_cores(cudnnMathType_t m) {
+  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
 static int usable(const gpu_context* ctx, const gpu_layer* L,
                   const cudnnConvolutionFwdAlgoPerf_t* p, size_t* workspace) {
-  int tensor_cores = p->mathType == CUDNN_TENSOR_OP_MATH ||
-                     p->mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  int tensor_cores = on_tensor_cores(p->mathType);
   /* Implicit GEMM only: each output is a plain sum of products, accumulated in fp32, whatever
      the batch. FFT and Winograd round through transforms (in fp16, errors of 1e-2 relative were
      seen on conv2) and their kernels may differ with the batch size, so the bits would too. */
@@ -577,8 +581,7 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
                      L->act, L->fused_act ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
                      CUDNN_PROPAGATE_NAN, 0.0));
   }
-  int tensor_cores = pick.math == CUDNN_TENSOR_OP_MATH ||
-                     pick.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  int tensor_cores = on_tensor_cores(pick.math);
   char timed[80] = "cuDNN's heuristic, not timed";
   if (pick.ms >= 0)
     snprintf(timed, sizeof timed, "%.3f ms at %d rows%s", pick.ms, ctx->canonical_rows,
@@ -668,8 +671,7 @@ static ttp_status rows_differing(const gpu_context* ctx, const gpu_layer* L,
 ttp_status gpu_conv_check(const gpu_context* ctx, gpu_layer* L, const gpu_conv_probe* probe,
                           int* checked, ttp_err* e) {
   if (L->l->op != MODEL_CONV || L->own || L->depthwise || L->residual || ctx->buckets < 2 ||
-      !(L->conv_math == CUDNN_TENSOR_OP_MATH ||
-        L->conv_math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+      !on_tensor_cores(L->conv_math))
     return TTP_OK;
   (*checked)++;
   unsigned count = 0;

@@ -10,7 +10,7 @@
 // loop.
 #include <cuda_fp16.h>
 
-#include "element.cuh"
+#include "../element.cuh"
 #include "depthwise_kernel.h"
 
 namespace {

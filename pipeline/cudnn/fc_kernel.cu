@@ -12,7 +12,7 @@
 // sums, one input after the other.
 #include <cuda_fp16.h>
 
-#include "element.cuh"
+#include "../element.cuh"
 #include "fc_kernel.h"
 
 namespace {

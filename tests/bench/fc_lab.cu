@@ -13,7 +13,7 @@
 // ours).
 #include <cublasLt.h>
 
-#include "pipeline/cudnn/element.cuh"
+#include "pipeline/element.cuh"
 #include "pipeline/cudnn/fc_kernel.h"
 #include "tests/bench/lab_util.cuh"
 

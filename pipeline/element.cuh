@@ -1,6 +1,6 @@
-// The element types of the cudnn engine's kernels, fp16 (__half) and fp32: a value widened to
-// fp32 for the arithmetic, and an fp32 result rounded once to the element (to nearest, ties to
-// even).
+// The element types of the GPU kernels (the cudnn engine's, the augmentation's copies), fp16
+// (__half) and fp32: a value widened to fp32 for the arithmetic, and an fp32 result rounded once
+// to the element (to nearest, ties to even).
 #ifndef TTP_ELEMENT_CUH
 #define TTP_ELEMENT_CUH
 
