@@ -61,6 +61,7 @@ struct io_pool {
   pthread_cond_t ready;     /* a chunk may be complete */
   pthread_cond_t room;      /* a member may be appended (io_pool_append_member) */
   size_t next;              /* the next file to take */
+  size_t finished;          /* files decoded or failed */
   size_t provided;          /* chunks with a buffer: files of chunk >= provided must wait */
   int stopping;
   double seconds[3];
@@ -91,6 +92,7 @@ static void* worker(void* arg) {
   for (;;) {
     if (taken) { /* report the files just done */
       c->done += taken;
+      p->finished += taken;
       if (complete(p, k)) pthread_cond_broadcast(&p->ready);
       taken = 0;
     }
@@ -132,9 +134,10 @@ static void* worker(void* arg) {
       freed += b->size;
       io_member_free_bytes(&(io_member){.bytes = b->bytes, .block = b->block});
       free(b->error);
+      out->error = NULL;
       if (out->status != TTP_OK) {
         memset(px, 0, p->pixels);
-        memcpy(out->error, e.message, sizeof out->error);
+        out->error = strdup(e.message);
       }
     }
     pthread_mutex_lock(&p->lock);
@@ -172,7 +175,7 @@ ttp_status io_pool_open(const char* const* paths, size_t count, int final,
           ? TTP_OK
           : ERR_NOMEM(e, (size_t)window * sizeof *p->chunks);
   for (int w = 0; w < window && s == TTP_OK; w++) {
-    p->chunks[w].outcomes = malloc(chunk * sizeof(io_outcome));
+    p->chunks[w].outcomes = calloc(chunk, sizeof(io_outcome)); /* messages NULL */
     p->chunks[w].paths = malloc(chunk * sizeof(char*));
     if (!p->chunks[w].outcomes || !p->chunks[w].paths)
       s = ERR_NOMEM(e, chunk * (sizeof(io_outcome) + sizeof(char*)));
@@ -462,6 +465,13 @@ int io_pool_hungry(io_pool* p) {
   return hungry;
 }
 
+size_t io_pool_finished(io_pool* p) {
+  pthread_mutex_lock(&p->lock);
+  size_t finished = p->finished;
+  pthread_mutex_unlock(&p->lock);
+  return finished;
+}
+
 size_t io_pool_known(io_pool* p, int* final) {
   pthread_mutex_lock(&p->lock);
   size_t known = p->known;
@@ -499,9 +509,19 @@ void io_pool_wait(io_pool* p, size_t k, const io_outcome** outcomes, const char*
   *paths = (const char* const*)c->paths;
 }
 
+/* The messages of a window place's failed files, freed. */
+static void free_messages(pool_chunk* c, size_t files) {
+  for (size_t j = 0; j < files; j++) {
+    free(c->outcomes[j].error);
+    c->outcomes[j].error = NULL;
+  }
+}
+
 void io_pool_release(io_pool* p, size_t k) {
   pthread_mutex_lock(&p->lock);
-  p->chunks[k % p->window].pixels = NULL;
+  pool_chunk* c = &p->chunks[k % p->window];
+  c->pixels = NULL;
+  free_messages(c, c->done);
   pthread_mutex_unlock(&p->lock);
 }
 
@@ -517,6 +537,7 @@ void io_pool_close(io_pool* p, double seconds[3]) {
     for (int s = 0; s < 3; s++) seconds[s] += p->seconds[s];
   if (p->chunks)
     for (int w = 0; w < p->window; w++) {
+      if (p->chunks[w].outcomes) free_messages(&p->chunks[w], p->chunk);
       free(p->chunks[w].outcomes);
       free(p->chunks[w].paths);
     }

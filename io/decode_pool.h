@@ -21,11 +21,17 @@
 
 typedef struct io_pool io_pool;
 
-/* One file's outcome. */
+/* One file's outcome: small, so that a window of many chunks (the files decoded while a GPU
+   engine opens) costs little; the message of a failure is allocated apart. */
 typedef struct io_outcome {
   ttp_status status;
-  char error[ERR_MESSAGE_SIZE]; /* when status is not TTP_OK */
+  char* error; /* when status is not TTP_OK: the message (NULL if it could not be kept) */
 } io_outcome;
+
+/* The message of a failed outcome. */
+static inline const char* io_outcome_message(const io_outcome* o) {
+  return o->error ? o->error : "out of memory for the message of a failed file";
+}
 
 /* Starts `threads` workers. paths[0 .. count-1]: the files known now (kept by pointer, not
    copied, until io_pool_close); final: no more will come (else io_pool_append adds them and
@@ -79,6 +85,9 @@ ttp_status io_pool_walk_join(io_pool_walk* w, ttp_err* e);
    (enough of them that the workers go on while it sorts a directory). */
 int io_pool_hungry(io_pool* pool);
 
+/* The files decoded (or failed) so far. */
+size_t io_pool_finished(io_pool* pool);
+
 /* The files known so far; *final: whether that is all of them. */
 size_t io_pool_known(io_pool* pool, int* final);
 
@@ -96,7 +105,8 @@ int io_pool_ready(io_pool* pool, size_t k);
 void io_pool_wait(io_pool* pool, size_t k, const io_outcome** outcomes, const char* const** paths,
                   size_t* n);
 
-/* Chunk k is consumed: its buffer is the consumer's again, and its place in the window is free. */
+/* Chunk k is consumed: its buffer is the consumer's again, its outcomes' messages are freed, and
+   its place in the window is free. */
 void io_pool_release(io_pool* pool, size_t k);
 
 /* Stops the workers (whatever is left undone), adds the seconds they spent reading, decoding and

@@ -17,6 +17,7 @@
    callback writes its rows, two chunks' worth at most); reports more rows whose turn has come,
    a chunk's worth at a time; and otherwise waits, for the next chunk's decoding while there is
    one (so that the GPU gets it the moment it is ready), else for the oldest batch. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,15 @@ typedef struct report_block {
 
 enum { ORDER_BATCH = 4096 };
 
+/* ttp_bulk_stats as its first version had it: the least struct_size taken. */
+#define BULK_STATS_FIRST (offsetof(ttp_bulk_stats, wall_seconds) + sizeof(double))
+
+/* While a GPU engine opens (open_behind), the files are decoded into buffers of the host's own,
+   up to this many bytes of images (and chunks), and copied into the core's slots once it is
+   open. */
+#define EARLY_BYTES ((size_t)128 << 20)
+enum { EARLY_CHUNKS = 256 };
+
 typedef struct files_run {
   ttp_pipeline* p;
   io_pool* pool;
@@ -60,17 +70,23 @@ typedef struct files_run {
   size_t order_head, order_len, order_fetched;
   size_t reported;
   ttp_bulk_stats st;
+  size_t capacity;          /* images a chunk: the core's batch */
+  uint8_t** early;          /* the first early_count chunks' host buffers (open_behind), each
+                               freed once copied into a slot */
+  size_t early_count;
 } files_run;
 
 /* The chunks there are, as far as the list is known; SIZE_MAX while it may grow. */
 static size_t chunks_known(files_run* r) {
   int final;
-  size_t known = io_pool_known(r->pool, &final), capacity = r->p->stream.capacity;
+  size_t known = io_pool_known(r->pool, &final), capacity = r->capacity;
   return final ? (known + capacity - 1) / capacity : (size_t)-1;
 }
 
-/* Every free slot to the pool, for the next chunks. */
+/* Every free slot to the pool, for the next chunks; none until the chunks decoded while the
+   engine opened are submitted (the core submits its slots in the order they were taken). */
 static void provide_slots(files_run* r) {
+  if (r->submitted < r->early_count) return;
   uint8_t* slot;
   size_t chunks = chunks_known(r);
   while (r->provided < chunks && (slot = stream_acquire(&r->p->stream)))
@@ -124,7 +140,8 @@ static ttp_status keep_block(report_block** slot, size_t n, size_t classes, ttp_
   *c = (report_block){.n = n, .left = b->left, .results = results, .merged = merged,
                       .extras = extras, .paths = paths, .errors = errors, .copied = 1};
   for (size_t j = 0; j < n; j++)
-    if (b->outcomes[j].status != TTP_OK && !(errors[j] = strdup(b->outcomes[j].error))) {
+    if (b->outcomes[j].status != TTP_OK &&
+        !(errors[j] = strdup(io_outcome_message(&b->outcomes[j])))) {
       free_block(c);
       return ERR_NOMEM(e, ERR_MESSAGE_SIZE);
     }
@@ -136,7 +153,7 @@ static ttp_status keep_block(report_block** slot, size_t n, size_t classes, ttp_
    many. final: every chunk is collected (numbers past the pool's files, which a failed walk
    never appended, are skipped). */
 static size_t report(files_run* r, int final, size_t most) {
-  size_t capacity = r->p->stream.capacity, classes = (size_t)r->p->model->classes;
+  size_t capacity = r->capacity, classes = (size_t)r->p->model->classes;
   int list_final;
   size_t known = final ? io_pool_known(r->pool, &list_final) : 0, done = 0;
   double t0 = clock_seconds();
@@ -150,7 +167,8 @@ static size_t report(files_run* r, int final, size_t most) {
     if (k >= r->collected) break; /* its turn, not yet its results */
     report_block* b = r->blocks[k];
     const char* error = b->copied ? b->errors[j] : b->outcomes[j].status != TTP_OK
-                                                       ? b->outcomes[j].error : NULL;
+                                                       ? io_outcome_message(&b->outcomes[j])
+                                                       : NULL;
     /* A failed file is zeros in its slot: classified with the rest, never reported. */
     if (!error) {
       r->st.classified++;
@@ -206,7 +224,7 @@ static ttp_status collect_chunk(files_run* r) {
   /* Up to two chunks' worth: the chunk's own rows and as many that waited for them (in a flat
      directory, files decoded in its listing's order before it was sorted); more, if more have
      their turn, when there is time. */
-  report(r, 0, 2 * p->stream.capacity);
+  report(r, 0, 2 * r->capacity);
   TRACE_POP();
   ttp_status s = TTP_OK;
   if (r->blocks[k]) /* some files wait for their turn */
@@ -230,6 +248,13 @@ static ttp_status submit_chunk(files_run* r) {
   double t1 = clock_seconds();
   r->st.waiting_seconds += t1 - t0;
   if (n == 0) return TTP_OK;
+  if (r->submitted < r->early_count) { /* decoded while the engine opened: into a slot now */
+    uint8_t* slot = stream_acquire(&r->p->stream); /* one is free (run_files) */
+    if (!slot) return ERR(&r->p->err, TTP_ERR_INTERNAL, "classifying files: no slot is free");
+    memcpy(slot, r->early[r->submitted], n * r->p->stream.pixels);
+    free(r->early[r->submitted]);
+    r->early[r->submitted] = NULL;
+  }
   if (stream_submit(&r->p->stream, n, &r->p->err) != TTP_OK) {
     err_prefix(&r->p->err, "classifying files, chunk %zu of the run (%zu files): ", r->submitted,
                n);
@@ -266,7 +291,9 @@ static ttp_status run_files(files_run* r) {
     provide_slots(r);
     size_t chunks = chunks_known(r);
     if (r->collected == chunks) return TTP_OK;
-    int decoding = r->submitted < r->provided && r->submitted < chunks;
+    /* the next chunk to submit: decoded while the engine opened, it needs a free slot */
+    int decoding = r->submitted < r->provided && r->submitted < chunks &&
+                   (r->submitted >= r->early_count || s->in_flight + s->acquired < s->depth);
     if (decoding && io_pool_ready(r->pool, r->submitted)) {
       TRY(submit_chunk(r));
     } else if (stream_ready(s) || (s->in_flight > 0 && !decoding)) {
@@ -284,14 +311,39 @@ static ttp_status run_files(files_run* r) {
 static ttp_status check_call(ttp_pipeline* p, size_t count, const void* paths,
                              ttp_file_callback callback, int threads, const ttp_bulk_stats* stats) {
   err_clear(&p->err);
-  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  if (!pipeline_opening(p)) TRY(pipeline_ready(p)); /* else decoded while it opens */
   if ((count && !paths) || !callback || threads < 0)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT,
                "classifying files: paths, a callback and threads >= 0 are required");
-  if (stats && stats->struct_size < sizeof(ttp_bulk_stats))
+  if (stats && stats->struct_size < BULK_STATS_FIRST)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_bulk_stats.struct_size is %zu, not %zu",
                stats->struct_size, sizeof(ttp_bulk_stats));
   return pipeline_idle(p);
+}
+
+/* While the engine opens on its thread (open_behind): host buffers for the first chunks, as
+   many as the list may need up to EARLY_BYTES, decoded by the workers meanwhile; then the
+   engine, waited for. */
+static ttp_status decode_while_opening(files_run* r, size_t most) {
+  const size_t bytes = r->capacity * model_shape_size(r->p->model->input);
+  r->early = calloc(most, sizeof *r->early);
+  if (!r->early) return ERR_NOMEM(&r->p->err, most * sizeof *r->early);
+  TRACE_PUSH("decode while the engine opens");
+  while (r->early_count < most && r->early_count < chunks_known(r)) {
+    uint8_t* buffer = malloc(bytes);
+    if (!buffer) break; /* fewer chunks ahead: slower, not wrong */
+    r->early[r->early_count++] = buffer;
+    io_pool_provide(r->pool, r->provided++, buffer);
+  }
+  const double t0 = clock_seconds();
+  ttp_status s = pipeline_ready(r->p);
+  r->st.opening_seconds = clock_seconds() - t0;
+  r->st.opening_files = io_pool_finished(r->pool);
+  TRACE_POP();
+  if (s == TTP_OK && r->p->stream.capacity != r->capacity)
+    return ERR(&r->p->err, TTP_ERR_INTERNAL, "classifying files: the engine's batch holds %zu "
+               "images, not max_batch (%zu)", r->p->stream.capacity, r->capacity);
+  return s;
 }
 
 /* Both entry points: a list (walk NULL) or paths to walk. */
@@ -302,8 +354,13 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
   if (threads == 0) threads = pipeline_cores();
   double start = clock_seconds();
   const model* m = p->model;
-  size_t capacity = p->stream.capacity, classes = (size_t)m->classes;
-  files_run r = {.p = p, .callback = callback, .user = user,
+  /* The engine still opening: its batch will hold max_batch images (open_behind). */
+  const int behind = pipeline_opening(p);
+  size_t capacity = behind ? (size_t)p->options.max_batch : p->stream.capacity;
+  size_t classes = (size_t)m->classes;
+  size_t early = EARLY_BYTES / (capacity * model_shape_size(m->input));
+  early = early < 1 ? 1 : early > EARLY_CHUNKS ? EARLY_CHUNKS : early;
+  files_run r = {.p = p, .callback = callback, .user = user, .capacity = capacity,
                  .st = {.struct_size = sizeof r.st, .threads = threads}};
   r.results = malloc(capacity * sizeof *r.results);
   r.merged = malloc(capacity * classes * sizeof *r.merged);
@@ -317,12 +374,15 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
      archive when its turn comes. */
   int fed = walk != NULL;
   for (size_t i = 0; i < count && !fed; i++) fed = io_is_archive(paths[i]);
-  if (s == TTP_OK) /* a window of depth + 1: the slots in flight and the chunk being reported */
+  /* A window of depth + 1: the slots in flight and the chunk being reported; while the engine
+     opens, the early chunks besides (and a depth not known yet: the most there is). */
+  const int window = behind ? (int)early + STREAM_MAX_SLOTS + 1 : p->stream.depth + 1;
+  if (s == TTP_OK)
     s = io_pool_open(fed ? NULL : paths, fed ? 0 : count, !fed, options, m->input.c,
-                     m->input.h, m->input.w, threads, capacity, p->stream.depth + 1, &r.pool,
-                     &p->err);
+                     m->input.h, m->input.w, threads, capacity, window, &r.pool, &p->err);
   if (s == TTP_OK && fed) s = io_pool_walk_start(r.pool, paths, count, walk, &walking, &p->err);
   r.walk = walking;
+  if (s == TTP_OK && behind) s = decode_while_opening(&r, early);
   if (s == TTP_OK) s = run_files(&r);
   int final;
   r.st.files = r.pool ? io_pool_known(r.pool, &final) : 0;
@@ -344,12 +404,19 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
   }
   double seconds[3] = {0, 0, 0};
   io_pool_close(r.pool, seconds);
-  stream_abandon(&p->stream); /* after success: only slots acquired for chunks that never came */
+  for (size_t k = 0; k < r.early_count; k++) free(r.early[k]); /* after a failure */
+  free(r.early);
+  /* after success: only slots acquired for chunks that never came */
+  if (p->engine) stream_abandon(&p->stream);
   r.st.read_seconds = seconds[0];
   r.st.decode_seconds = seconds[1];
   r.st.preprocess_seconds = seconds[2];
   r.st.wall_seconds = clock_seconds() - start;
-  if (stats) *stats = r.st;
+  if (stats) { /* the fields the caller's header has */
+    const size_t size = stats->struct_size < sizeof r.st ? stats->struct_size : sizeof r.st;
+    memcpy(stats, &r.st, size);
+    stats->struct_size = size;
+  }
   free(r.results);
   free(r.merged);
   free(r.extras);

@@ -46,6 +46,7 @@ typedef struct engine_config {
                               the pipeline takes (the first of its devices) */
   ttp_precision precision; /* GPU engines */
   int max_batch;           /* GPU engines: images per batch */
+  int exact_batch;         /* host engines too take max_batch images a batch (open_behind) */
   int slots;               /* GPU engines: pinned slots in the ring */
   int use_graph;           /* GPU engines: GRAPH_EAGER (launches), GRAPH_AT_PLAN (every
                               (slot, bucket)'s CUDA Graph captured at open) or GRAPH_LAZY (each

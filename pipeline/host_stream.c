@@ -78,8 +78,9 @@ ttp_status host_stream_open(const host_engine_ops* engine, const model* m, const
   if (!h) return ERR_NOMEM(e, sizeof *h);
   h->engine = engine;
   size_t pixels = model_shape_size(m->input);
-  size_t capacity = c->max_batch >= 1 && c->max_batch < HOST_CAPACITY ? (size_t)c->max_batch
-                                                                      : HOST_CAPACITY;
+  size_t capacity = c->max_batch >= 1 && (c->exact_batch || c->max_batch < HOST_CAPACITY)
+                        ? (size_t)c->max_batch
+                        : HOST_CAPACITY;
   for (int k = 0; k < HOST_DEPTH; k++)
     if (!(h->input[k] = malloc(capacity * pixels))) {
       host_close(h);

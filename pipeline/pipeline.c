@@ -195,6 +195,7 @@ static engine_config config_of(const ttp_pipeline* p) {
       .choice_device = p->options.device,
       .precision = p->options.precision,
       .max_batch = p->options.max_batch,
+      .exact_batch = p->options.open_behind,
       .slots = p->options.slots,
       .use_graph = p->options.no_graph     ? GRAPH_EAGER
                    : p->options.lazy_graphs ? GRAPH_LAZY
@@ -211,12 +212,12 @@ static engine_config config_of(const ttp_pipeline* p) {
 /* TTP_ENGINE_AUTO: the first engine of the registry's preference that supports the model and
    opens; why the ones before it did not goes into *fallback. A named engine: that one, or its
    error. */
-static ttp_status open_engine(ttp_pipeline* p, char* fallback, size_t size) {
+static ttp_status open_engine(ttp_pipeline* p, char* fallback, size_t size, ttp_err* e) {
   engine_config config = config_of(p);
   fallback[0] = '\0';
   if (p->options.engine != TTP_ENGINE_AUTO) {
     const engine_entry* engine = engine_find(p->options.engine);
-    TRY(engine_open_stream(engine, p->model, &config, &p->stream, &p->err));
+    TRY(engine_open_stream(engine, p->model, &config, &p->stream, e));
     p->engine = engine;
     return TTP_OK;
   }
@@ -232,11 +233,67 @@ static ttp_status open_engine(ttp_pipeline* p, char* fallback, size_t size) {
       n += snprintf(fallback + n, size - n, "%s%s could not open: %s", n ? "; " : "",
                     engine->name, why.message);
     if (!engine_preference[i + 1]) {
-      p->err = why;
+      *e = why;
       return why.status;
     }
   }
-  return ERR(&p->err, TTP_ERR_INTERNAL, "the engine registry is empty");
+  return ERR(e, TTP_ERR_INTERNAL, "the engine registry is empty");
+}
+
+/* The engine opened and the pipeline described: ttp_open's second half, on the calling thread
+   or (open_behind) on the opener's, its failure recorded in *e. */
+static ttp_status finish_open(ttp_pipeline* p, ttp_err* e) {
+  char fallback[1024];
+  const double opening = clock_seconds();
+  TRY(open_engine(p, fallback, sizeof fallback, e));
+  p->engine_s = clock_seconds() - opening;
+  TRY(stream_set_temperature(&p->stream, p->temperature, e));
+  char tempered[48] = "";
+  if (p->temperature != 1.0f)
+    snprintf(tempered, sizeof tempered, "; temperature %g", p->temperature);
+  snprintf(p->description, sizeof p->description,
+           "%s; tta %d cop%s%s%s; activations %.1f KB a copy%s%s%s",
+           p->stream.ops->describe(p->stream.impl), p->spec.copies,
+           p->spec.copies == 1 ? "y" : "ies", tempered,
+           p->model->softmax_added ? "; a softmax added after the model's logits" : "",
+           p->info.activation_bytes / 1024.0, fallback[0] ? " (auto: " : "", fallback,
+           fallback[0] ? ")" : "");
+  return TTP_OK;
+}
+
+static void* opener_run(void* arg) {
+  ttp_pipeline* p = arg;
+  p->open_status = finish_open(p, &p->open_err);
+  return NULL;
+}
+
+ttp_status pipeline_ready(ttp_pipeline* p) {
+  if (p->opening) {
+    pthread_join(p->opener, NULL);
+    p->opening = 0;
+  }
+  if (p->open_status != TTP_OK) {
+    p->err = p->open_err;
+    return p->open_status;
+  }
+  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  return TTP_OK;
+}
+
+ttp_status ttp_wait_open(ttp_pipeline* p) {
+  if (!p) return TTP_ERR_INVALID_ARGUMENT;
+  err_clear(&p->err);
+  return pipeline_ready(p);
+}
+
+/* The const getters' view of the pipeline once its engine has opened (or failed to). */
+static const ttp_pipeline* settled(const ttp_pipeline* p) {
+  if (p && p->opening) {
+    ttp_pipeline* q = (ttp_pipeline*)p; /* joining the opener changes no state a caller sees */
+    pthread_join(q->opener, NULL);
+    q->opening = 0;
+  }
+  return p;
 }
 
 static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
@@ -258,22 +315,11 @@ static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
       p->model->scaling.std[c] = p->options.std[in.c == 1 ? 0 : c];
   aug_spec_scale(&p->spec, p->model->scaling.mean, p->model->scaling.std, in.c);
   TRY(describe_model(p));
-  char fallback[1024];
-  const double opening = clock_seconds();
-  TRY(open_engine(p, fallback, sizeof fallback));
-  p->engine_s = clock_seconds() - opening;
-  TRY(stream_set_temperature(&p->stream, p->temperature, &p->err));
-  char tempered[48] = "";
-  if (p->temperature != 1.0f)
-    snprintf(tempered, sizeof tempered, "; temperature %g", p->temperature);
-  snprintf(p->description, sizeof p->description,
-           "%s; tta %d cop%s%s%s; activations %.1f KB a copy%s%s%s",
-           p->stream.ops->describe(p->stream.impl), p->spec.copies,
-           p->spec.copies == 1 ? "y" : "ies", tempered,
-           p->model->softmax_added ? "; a softmax added after the model's logits" : "",
-           p->info.activation_bytes / 1024.0, fallback[0] ? " (auto: " : "", fallback,
-           fallback[0] ? ")" : "");
-  return TTP_OK;
+  if (p->options.open_behind && pthread_create(&p->opener, NULL, opener_run, p) == 0) {
+    p->opening = 1;
+    return TTP_OK;
+  }
+  return finish_open(p, &p->err); /* no thread to be had: opened here, as without open_behind */
 }
 
 ttp_status ttp_open(const ttp_options* options, ttp_pipeline** out) {
@@ -285,6 +331,7 @@ ttp_status ttp_open(const ttp_options* options, ttp_pipeline** out) {
 
 void ttp_close(ttp_pipeline* p) {
   if (!p) return;
+  settled(p);
   stream_close(&p->stream);
   free(p->layers);
   free(p->details);
@@ -294,7 +341,9 @@ void ttp_close(ttp_pipeline* p) {
   free(p);
 }
 
-const char* ttp_engine_description(const ttp_pipeline* p) { return p ? p->description : ""; }
+const char* ttp_engine_description(const ttp_pipeline* p) {
+  return p ? settled(p)->description : "";
+}
 
 const char* ttp_last_error(const ttp_pipeline* p) {
   if (!p) return "no pipeline (ttp_open could not allocate one)";
@@ -336,7 +385,7 @@ ttp_status ttp_classify(ttp_pipeline* p, const uint8_t* images, size_t count, tt
                         float* probabilities) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
-  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  TRY(pipeline_ready(p));
   if (count == 0) return TTP_OK;
   if (!images || !results)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify: images and results are required");
@@ -364,7 +413,7 @@ ttp_status ttp_classify_uncertainty(ttp_pipeline* p, const uint8_t* images, size
                                     ttp_uncertainty* uncertainty) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
-  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  TRY(pipeline_ready(p));
   if (count == 0) return TTP_OK;
   if (!images || !results || !uncertainty)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT,
@@ -388,7 +437,7 @@ ttp_status ttp_inspect_copies(ttp_pipeline* p, const uint8_t* image, uint8_t* pi
                               float* probabilities) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
-  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  TRY(pipeline_ready(p));
   if (!image || !probabilities)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT,
                "ttp_inspect_copies: an image and the probabilities are required");
@@ -416,7 +465,7 @@ ttp_status ttp_classify_device(ttp_pipeline* p, const uint8_t* images, size_t co
                                ttp_result* results, float* probabilities, void* stream) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
-  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  TRY(pipeline_ready(p));
   if (p->options.device_count > 1)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_classify_device takes one device's "
                "memory: open the pipeline on one device");
@@ -437,16 +486,20 @@ ttp_status ttp_classify_device(ttp_pipeline* p, const uint8_t* images, size_t co
 
 /* ---- streaming batches ---------------------------------------------------------------------- */
 
-size_t ttp_batch_capacity(const ttp_pipeline* p) { return p && p->engine ? p->stream.capacity : 0; }
+size_t ttp_batch_capacity(const ttp_pipeline* p) {
+  return p && settled(p)->engine ? p->stream.capacity : 0;
+}
 
-int ttp_batches_max(const ttp_pipeline* p) { return p && p->engine ? p->stream.depth : 0; }
+int ttp_batches_max(const ttp_pipeline* p) { return p && settled(p)->engine ? p->stream.depth : 0; }
 
-int ttp_batches_in_flight(const ttp_pipeline* p) { return p && p->engine ? p->stream.in_flight : 0; }
+int ttp_batches_in_flight(const ttp_pipeline* p) {
+  return p && settled(p)->engine ? p->stream.in_flight : 0;
+}
 
 ttp_status ttp_submit(ttp_pipeline* p, const uint8_t* images, size_t count) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
-  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  TRY(pipeline_ready(p));
   if (!images || count < 1 || count > p->stream.capacity)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_submit: images and 1..%zu of them are "
                "required, not %zu", p->stream.capacity, count);
@@ -465,7 +518,7 @@ ttp_status ttp_collect(ttp_pipeline* p, ttp_result* results, float* probabilitie
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
   if (count) *count = 0;
-  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  TRY(pipeline_ready(p));
   if (!results || !count)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_collect: results and count are required");
   if (p->stream.in_flight < 1)
@@ -475,20 +528,22 @@ ttp_status ttp_collect(ttp_pipeline* p, ttp_result* results, float* probabilitie
   return spend_cancel(p, s);
 }
 
-int ttp_batch_ready(ttp_pipeline* p) { return p && p->engine ? stream_ready(&p->stream) : 0; }
+int ttp_batch_ready(ttp_pipeline* p) {
+  return p && settled(p)->engine ? stream_ready(&p->stream) : 0;
+}
 
 /* ---- measuring ---------------------------------------------------------------------------- */
 
 ttp_status ttp_set_profiling(ttp_pipeline* p, int on) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
-  if (!p->engine) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "the pipeline is not open");
+  TRY(pipeline_ready(p));
   stream_set_profiling(&p->stream, on);
   return TTP_OK;
 }
 
 ttp_status ttp_get_run_stats(const ttp_pipeline* p, ttp_run_stats* stats) {
-  if (!p || !p->engine || !stats || stats->struct_size < sizeof *stats)
+  if (!p || !settled(p)->engine || !stats || stats->struct_size < sizeof *stats)
     return TTP_ERR_INVALID_ARGUMENT;
   *stats = p->stream.stats;
   stats->struct_size = sizeof *stats;
@@ -496,7 +551,7 @@ ttp_status ttp_get_run_stats(const ttp_pipeline* p, ttp_run_stats* stats) {
 }
 
 ttp_status ttp_get_startup(const ttp_pipeline* p, ttp_startup* startup) {
-  if (!p || !p->engine || !startup || startup->struct_size < sizeof *startup)
+  if (!p || !settled(p)->engine || !startup || startup->struct_size < sizeof *startup)
     return TTP_ERR_INVALID_ARGUMENT;
   const ttp_startup* parts = &p->stream.startup;
   *startup = (ttp_startup){.struct_size = sizeof *startup, .model_s = p->model_s,
@@ -511,7 +566,8 @@ ttp_status ttp_bench_device(ttp_pipeline* p, const uint8_t* images, size_t count
                             double* ms) {
   if (!p) return TTP_ERR_INVALID_ARGUMENT;
   err_clear(&p->err);
-  if (!p->engine || !p->stream.ops->bench_device || !images || !ms)
+  TRY(pipeline_ready(p));
+  if (!p->stream.ops->bench_device || !images || !ms)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT,
                "ttp_bench_device needs an open GPU engine, images and a result array");
   return p->stream.ops->bench_device(p->stream.impl, images, count, replays, ms, &p->err);

@@ -10,6 +10,7 @@
 #include "stream.h"
 #include "ttapipe.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -38,8 +39,21 @@ struct ttp_pipeline {
   char plan_cache[4096];      /* options.plan_cache as a path ("": none) */
   atomic_int cancel;          /* ttp_cancel: stop the files path after the batches in flight */
   double model_s, engine_s;   /* ttp_startup's: reading the model, opening the engine */
+  /* open_behind: the thread that opens the engine, until pipeline_ready joins it; how the
+     opening went (its message in open_err, copied to err by the calls that needed it). */
+  pthread_t opener;
+  int opening;
+  ttp_status open_status;
+  ttp_err open_err;
   char description[6800];
 };
+
+/* Waits for the engine's opening (open_behind) and returns its status: TTP_OK with the engine
+   open, else why not (recorded). Every call that needs the engine goes through it. */
+ttp_status pipeline_ready(ttp_pipeline* p);
+
+/* Whether the engine is still opening on its thread (open_behind; not yet joined). */
+static inline int pipeline_opening(const ttp_pipeline* p) { return p->opening; }
 
 /* TTP_OK when no batch of ttp_submit is in flight; else refused (recorded): the calls that run
    the stream themselves (ttp_classify, the files path) wait until they are collected. */

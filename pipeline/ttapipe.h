@@ -400,6 +400,17 @@ typedef struct ttp_options {
                             batch then allocates its graph); 0 (default): every graph at
                             ttp_open, so that no later call allocates. The same bits either
                             way. */
+  int open_behind;       /* 1: ttp_open returns once the model is read and checked, and the
+                            engine opens on a thread of its own (a GPU engine's start is hundreds
+                            of ms: CUDA's, the plan's). ttp_classify_files and ttp_classify_paths
+                            begin walking and decoding at once, into host memory (up to 128 MiB
+                            of images), and hand those images to the engine when it is open;
+                            every other call that needs the engine waits for it, and so does
+                            ttp_wait_open. A failure to open is then the status of the first
+                            call that needs the engine (its message as ttp_open's would have
+                            been). Every engine's batch then holds max_batch images (the CPU
+                            engines' too, which otherwise take at most 256). 0 (default): the
+                            engine is open when ttp_open returns. */
 } ttp_options;
 
 /* Fills o with the defaults and sets o->struct_size. Call it before setting any field. */
@@ -415,7 +426,12 @@ void ttp_options_init(ttp_options* o);
    TTP_ERR_CUDA, TTP_ERR_CUDNN; TTP_ERR_OUT_OF_MEMORY. */
 ttp_status ttp_open(const ttp_options* options, ttp_pipeline** out);
 
-/* Releases everything the pipeline holds. Accepts NULL and pipelines whose ttp_open failed. */
+/* Waits until the engine is open (at once unless ttp_options.open_behind) and returns how its
+   opening went: TTP_OK, or ttp_open's statuses, the message in ttp_last_error. */
+ttp_status ttp_wait_open(ttp_pipeline* p);
+
+/* Releases everything the pipeline holds (an engine still opening, once it is open). Accepts
+   NULL and pipelines whose ttp_open failed. */
 void ttp_close(ttp_pipeline* p);
 
 /* One line on how the pipeline runs: engine, device, precision, TTA copies, batch buckets,
@@ -791,6 +807,11 @@ typedef struct ttp_bulk_stats {
   double waiting_seconds;    /* the calling thread waiting for decoded images */
   double callback_seconds;   /* in the callback (writing results) */
   double wall_seconds;
+  /* With ttp_options.open_behind (fields a caller's older struct_size leaves out are not
+     written): the seconds the call waited for the engine to open, and the files decoded by
+     then (or failed). */
+  double opening_seconds;
+  size_t opening_files;
 } ttp_bulk_stats;
 
 /* Classifies image files: a pool of `threads` threads (0: one per core) reads and decodes them

@@ -105,13 +105,19 @@ int cli_get_devices(const cli_args* a, int* devices, int* count);
 
 /* What a subcommand opens its pipeline with where the arguments say nothing: slots (--slots)
    and batch (--batch), 0 for the library's defaults; the plan (--plan); the device (--device);
-   and whether its graphs are captured on each bucket's first batch (ttp_options.lazy_graphs). */
+   whether its graphs are captured on each bucket's first batch (ttp_options.lazy_graphs); and
+   whether its engine opens behind ttp_open (ttp_options.open_behind: --verbose's account of the
+   opening is then cli_print_opening's, once it is open). */
 typedef struct cli_pipeline_defaults {
   int slots, batch;
   ttp_plan plan;
   int device;
   int lazy_graphs;
+  int behind;
 } cli_pipeline_defaults;
+
+/* --verbose's account of an open pipeline: its engine, and where the opening's time went. */
+void cli_print_opening(ttp_pipeline* p);
 
 /* Opens the pipeline the CLI_PIPELINE_OPTIONS describe, with d's defaults where the arguments
    give nothing; *tta receives the augmentation asked for. Returns

@@ -41,6 +41,18 @@ static const cli_option classify_options[] = {
 
 static const char* const classify_aliases[] = {"-o", "output", "-0", "null", NULL};
 
+/* Where a job's rows go: the output file (cut to its whole rows and appended to by --resume),
+   an MPI rank's rows in memory, or standard output. */
+typedef struct rows_target {
+  const char* path; /* NULL: standard output, or memory */
+  int append, header_written, in_memory;
+  ttp_format format;
+  int topk, columns;
+  FILE* file; /* once opened */
+  char** mem; /* in_memory: open_memstream's */
+  size_t* mem_n;
+} rows_target;
+
 /* The rows of the files done, on their way out: the writer behind a lock that the stop thread
    (stop.h) takes too, to flush them every tick and at a signal, and to end the process between
    two rows at a second request. */
@@ -55,17 +67,49 @@ typedef struct progress {
   double first_row; /* cli_now() at the first row (0: none yet), for --verbose */
   ttp_pipeline* p;    /* the files' ttp_file_uncertainty; what a stop request cancels (NULL
                          before the pipeline opens and after it closes) */
-  enum { BEFORE_FILES, WITH_FILES } phase; /* whether the pipeline has opened */
+  enum { BEFORE_FILES, WITH_FILES } phase; /* whether the files have begun: the pipeline is
+                                              open (its engine opening behind: the first row) */
+  int behind;          /* the engine opens behind ttp_open (ttp_options.open_behind) */
   const char* rows_at; /* the file the rows go to, printable (NULL: standard output) */
   int on_gpu;          /* the pipeline ran on a GPU engine */
+  rows_target target;  /* where the rows go, opened with the first of them */
+  int target_failed;   /* the exit code of a target that could not be opened (0: none) */
 } progress;
+
+/* The rows' destination and writer, opened when the first row is ready (or at the end of a run
+   that had none), so that a run that fails before it, an engine that cannot open included,
+   leaves an existing output as it was. The lock taken. */
+static int open_rows(progress* pr) {
+  rows_target* t = &pr->target;
+  char error[TTP_ERROR_SIZE];
+  if (t->in_memory && !(t->file = open_memstream(t->mem, t->mem_n)))
+    return cli_fail("out of memory");
+  if (!t->in_memory && t->path && !(t->file = fopen(t->path, t->append ? "a" : "w")))
+    return cli_fail("%s: cannot create: %s", t->path, strerror(errno));
+  if (!t->file) t->file = stdout;
+  /* Unbuffered: each flush of the writer is one write(2) of whole rows. */
+  if (!t->in_memory) setvbuf(t->file, NULL, _IONBF, 0);
+  if ((t->header_written ? ttp_writer_open_append : ttp_writer_open)(
+          pr->p, t->file, t->format, t->topk, t->columns, &pr->writer, error, sizeof error) !=
+      TTP_OK)
+    return cli_fail("%s", error);
+  return CLI_EXIT_OK;
+}
 
 static void on_file(void* user, size_t index, const char* path, const ttp_result* result,
                     const float* probabilities, const char* error) {
   (void)index;
   progress* pr = user;
   pthread_mutex_lock(&pr->lock);
-  if (pr->first_row == 0) pr->first_row = cli_now();
+  if (pr->first_row == 0) {
+    pr->first_row = cli_now();
+    pr->phase = WITH_FILES;
+    if ((pr->target_failed = open_rows(pr)) != CLI_EXIT_OK) ttp_cancel(pr->p);
+  }
+  if (pr->target_failed) {
+    pthread_mutex_unlock(&pr->lock);
+    return;
+  }
   if (ttp_writer_write_uncertainty(pr->writer, path, result, probabilities,
                                    ttp_file_uncertainty(pr->p), error) != TTP_OK)
     pr->write_failed = 1;
@@ -404,71 +448,6 @@ static int finish_job(const cli_args* a, const cli_job* job, int rc, int stopped
   return rc;
 }
 
-/* A directory job's walk started on a thread of its own before a GPU engine opens (CUDA's start
-   takes hundreds of ms, the walk of a flat directory of 100,000 files tens): if it has ended by
-   the time the pipeline is open, the job classifies its list (ttp_classify_files over what
-   ttp_classify_paths would walk: the same files in the same order); if not, the job walks again
-   as it would have, streaming, and the early walk's thread frees its list when it ends. Shared
-   by the two threads; the last to leave frees it. */
-typedef struct early_walk {
-  pthread_mutex_t lock;
-  char** paths; /* the walk's arguments (the command's own strings) */
-  size_t count;
-  ttp_list_options options;
-  ttp_file_list list;
-  ttp_status status;
-  int done, abandoned;
-} early_walk;
-
-static void early_walk_free(early_walk* w) {
-  ttp_file_list_free(&w->list);
-  pthread_mutex_destroy(&w->lock);
-  free(w);
-}
-
-static void* early_walk_run(void* arg) {
-  early_walk* w = arg;
-  char error[TTP_ERROR_SIZE];
-  const ttp_status s = ttp_list_files((const char* const*)w->paths, w->count, &w->options,
-                                      &w->list, error, sizeof error);
-  pthread_mutex_lock(&w->lock);
-  w->status = s, w->done = 1;
-  const int abandoned = w->abandoned;
-  pthread_mutex_unlock(&w->lock);
-  if (abandoned) early_walk_free(w);
-  return NULL;
-}
-
-/* Starts the walk of the command's paths; NULL where it could not (the job then walks as
-   usual). */
-static early_walk* early_walk_start(const cli_args* a, const ttp_list_options* options) {
-  early_walk* w = calloc(1, sizeof *w);
-  if (!w) return NULL;
-  pthread_mutex_init(&w->lock, NULL);
-  w->paths = a->positional, w->count = (size_t)a->positional_count, w->options = *options;
-  pthread_t thread;
-  if (pthread_create(&thread, NULL, early_walk_run, w) != 0) {
-    early_walk_free(w);
-    return NULL;
-  }
-  pthread_detach(thread);
-  return w;
-}
-
-/* The early walk's list into *list (1) if it has ended well; else 0, the walk left to end and
-   free itself. Either way w is the caller's no more. */
-static int early_walk_take(early_walk* w, ttp_file_list* list) {
-  if (!w) return 0;
-  pthread_mutex_lock(&w->lock);
-  const int taken = w->done && w->status == TTP_OK;
-  const int done = w->done;
-  if (taken) *list = w->list, w->list = (ttp_file_list){0};
-  w->abandoned = !done;
-  pthread_mutex_unlock(&w->lock);
-  if (done) early_walk_free(w);
-  return taken;
-}
-
 /* The job, its rows through pr (progress: set up by run_classify, with the stop hooks). *stopped:
    a stop signal ended the run (its files done have their rows and a summary). */
 static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int* stopped) {
@@ -523,9 +502,6 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
   }
   ttp_pipeline* p = NULL;
   ttp_tta tta;
-  FILE* out = stdout;
-  ttp_writer* writer = NULL;
-  char error[TTP_ERROR_SIZE];
   const char* output = cli_get(a, "output");
   /* Where this process's rows go: the output, or under MPI this rank's part of it. */
   char* part = job->size > 1 && output ? part_name(output, job) : NULL;
@@ -535,17 +511,15 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
      heuristic, nothing timed), so that every rank computes the same bits; --plan overrides.
      Each rank of a machine takes its own GPU in turn, unless --device or --devices says. */
   /* A CPU engine's ranks never start CUDA. */
-  const int gpus =
-      job->size > 1 && !cli_engine_on_host(cli_get(a, "engine")) ? ttp_gpu_count() : 0;
+  const int on_host = cli_engine_on_host(cli_get(a, "engine"));
+  const int gpus = job->size > 1 && !on_host ? ttp_gpu_count() : 0;
   const size_t known = archives ? 0 : known_files(a, listed, count);
-  /* Directories on a GPU engine (or auto): walked while the engine starts. */
-  early_walk* early =
-      !listed && !known && rc == CLI_EXIT_OK && !cli_engine_on_host(cli_get(a, "engine"))
-          ? early_walk_start(a, &lo)
-          : NULL;
   ttp_options library;
   ttp_options_init(&library); /* its default batch: what a small job is smaller than */
   const int small = known > 0 && known < (size_t)library.max_batch;
+  /* A GPU engine (or auto) opens behind ttp_open: the walk and the decoding of the first files
+     go on while CUDA starts (ttp_options.open_behind). */
+  const double opening = cli_now();
   if (rc == CLI_EXIT_OK)
     rc = cli_open_pipeline(a,
                            (cli_pipeline_defaults){
@@ -555,21 +529,12 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
                                .device = gpus ? job->local_rank % gpus : 0,
                                /* a directory's files are not counted before it opens: the
                                   graphs of the buckets its batches use, on their first batch */
-                               .lazy_graphs = 1},
+                               .lazy_graphs = 1,
+                               .behind = !on_host},
                            &p, &tta);
-  const double opened = cli_now();
-  ttp_file_list walked = {0};
-  const int early_walked = early_walk_take(early, &walked);
-  if (early && rc == CLI_EXIT_OK && cli_flag(a, "verbose")) {
-    if (early_walked)
-      fprintf(stderr, "ttapipe: the walk ended while the engine started: %zu files\n",
-                      walked.count);
-    else
-      fprintf(stderr, "ttapipe: the walk outlasted the engine's start: walked again while "
-                      "classifying\n");
-  }
   pthread_mutex_lock(&pr->lock);
-  pr->p = p, pr->phase = WITH_FILES;
+  pr->p = p, pr->behind = !on_host;
+  if (!pr->behind) pr->phase = WITH_FILES; /* else at the first row */
   pthread_mutex_unlock(&pr->lock);
   if (rc == CLI_EXIT_OK && topk > ttp_model(p)->classes)
     rc = cli_usage_error(a->command, "--topk must be at most %d, the model's classes",
@@ -585,16 +550,9 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
   char* mem = NULL; /* a rank's rows without -o: in memory until rank 0 deals them out (job.h) */
   size_t mem_n = 0;
   const int in_memory = job->size > 1 && !rows_at;
-  if (rc == CLI_EXIT_OK && in_memory && !(out = open_memstream(&mem, &mem_n)))
-    rc = cli_fail("out of memory"), out = NULL;
-  else if (rc == CLI_EXIT_OK && rows_at && !(out = fopen(rows_at, resume ? "a" : "w")))
-    rc = cli_fail("%s: cannot create: %s", rows_at, strerror(errno)), out = NULL;
-  /* Unbuffered: each flush of the writer is one write(2) of whole rows. */
-  if (rc == CLI_EXIT_OK && !in_memory) setvbuf(out, NULL, _IONBF, 0);
-  if (rc == CLI_EXIT_OK &&
-      (header_written ? ttp_writer_open_append : ttp_writer_open)(
-          p, out, fmt, (int)topk, columns, &writer, error, sizeof error) != TTP_OK)
-    rc = cli_fail("%s", error);
+  pr->target = (rows_target){.path = rows_at, .append = resume, .header_written = header_written,
+                             .in_memory = in_memory, .format = fmt, .topk = (int)topk,
+                             .columns = columns, .mem = &mem, .mem_n = &mem_n};
   char rows_shown[1024]; /* rows_at on stderr (ttp_printable) */
   ttp_printable(rows_at, rows_shown, sizeof rows_shown);
   if (rc == CLI_EXIT_OK && resume && !cli_flag(a, "quiet"))
@@ -609,27 +567,29 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
     rc = cli_fail("out of memory");
   if (rc == CLI_EXIT_OK) {
     pthread_mutex_lock(&pr->lock);
-    pr->writer = writer, pr->report = report, pr->total = archives ? 0 : count - done;
+    pr->report = report, pr->total = archives ? 0 : count - done;
     pr->show = isatty(2) && !quiet && job->rank == 0, pr->start = cli_now();
     pr->rows_at = rows_at ? rows_shown : NULL;
     pthread_mutex_unlock(&pr->lock);
     if (cli_stop_signal()) ttp_cancel(p); /* one came before: the run stops at once */
-    /* A list: the job's, or the early walk's; directories alone otherwise, walked while their
-       first files are classified. */
-    const char* const* files = listed ? paths + done : (const char* const*)walked.paths;
-    ttp_status s =
-        listed || early_walked
-            ? ttp_classify_files(p, files, listed ? count - done : walked.count, &io,
-                                 (int)threads, on_file, pr, &stats)
-            : ttp_classify_paths(p, (const char* const*)a->positional,
-                                 (size_t)a->positional_count, &lo, &io, (int)threads, on_file, pr,
-                                 &stats);
+    /* A list: the job's; directories alone otherwise, walked while their first files are
+       decoded and classified. */
+    ttp_status s = listed ? ttp_classify_files(p, paths + done, count - done, &io, (int)threads,
+                                               on_file, pr, &stats)
+                          : ttp_classify_paths(p, (const char* const*)a->positional,
+                                               (size_t)a->positional_count, &lo, &io,
+                                               (int)threads, on_file, pr, &stats);
     const int sig = cli_stop_signal();
     pthread_mutex_lock(&pr->lock);
     const int show = pr->show;
     pr->show = 0;
     if (show) fprintf(stderr, "\n");
-    if (s == TTP_ERR_CANCELLED && sig) {
+    /* A run without a row (no file, or stopped before the first): its output all the same */
+    if (!pr->writer && !pr->target_failed && (s == TTP_OK || (s == TTP_ERR_CANCELLED && sig)))
+      pr->target_failed = open_rows(pr);
+    if (pr->target_failed) {
+      rc = pr->target_failed; /* said when it failed; the run was cancelled for it */
+    } else if (s == TTP_ERR_CANCELLED && sig) {
       fprintf(stderr,
               "ttapipe: interrupted by %s: %zu of %zu files done (%zu classified, %zu failed), "
               "%zu not done\n",
@@ -638,14 +598,19 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
       rc = 128 + sig;
       *stopped = 1;
     } else if (s != TTP_OK) {
-      rc = cli_fail("%s", ttp_last_error(p));
+      /* settings the engine refused as it opened behind: the user's to fix, as ttp_open's */
+      char why[TTP_ERROR_SIZE];
+      snprintf(why, sizeof why, "%s", ttp_last_error(p));
+      rc = s == TTP_ERR_INVALID_ARGUMENT && ttp_wait_open(p) == s
+               ? cli_usage_error(a->command, "%s", why)
+               : cli_fail("%s", why);
     }
-    if (ttp_writer_close(writer) != TTP_OK || pr->write_failed)
+    if (pr->writer && (ttp_writer_close(pr->writer) != TTP_OK || pr->write_failed))
       rc = cli_fail("%s: writing the results failed", rows_at ? rows_shown : "standard output");
-    pr->writer = writer = NULL;
+    pr->writer = NULL;
     pthread_mutex_unlock(&pr->lock);
   }
-  ttp_writer_close(writer);
+  FILE* out = pr->target.file;
   if (out && out != stdout && fclose(out) != 0 && !in_memory && rc == CLI_EXIT_OK)
     rc = cli_fail("%s: writing the results failed: %s", rows_at, strerror(errno));
   if (report && (rc == CLI_EXIT_OK || *stopped)) { /* what was classified, these inputs named */
@@ -675,6 +640,11 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
      memory at the exit sooner than ttp_close and CUDA's teardown would. */
   const double finished = cli_now();
   pr->on_gpu = cli_pipeline_on_gpu(p);
+  /* Opened behind: when it was open, said now rather than waited for before the files */
+  ttp_startup t = {.struct_size = sizeof t};
+  const double opened =
+      p && ttp_get_startup(p, &t) == TTP_OK ? opening + t.model_s + t.engine_s : opening;
+  if (p && pr->behind && cli_flag(a, "verbose")) cli_print_opening(p);
   if (!*stopped) ttp_close(p);
   if (cli_flag(a, "verbose") && rc != CLI_EXIT_USAGE && pr->first_row > 0) {
     const double closed = cli_now(), at = cli_started;
@@ -682,10 +652,12 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
             "row at %.1f ms, the last at %.1f ms, closed at %.1f ms\n", 1e3 * (closed - at),
             1e3 * (opened - at), 1e3 * (pr->first_row - at), 1e3 * (finished - at),
             1e3 * (closed - at));
+    if (stats.opening_seconds > 0)
+      fprintf(stderr, "ttapipe: %zu files decoded while the engine opened; the files call "
+              "waited %.1f ms for it\n", stats.opening_files, 1e3 * stats.opening_seconds);
   }
   free(paths);
   ttp_file_list_free(&list);
-  ttp_file_list_free(&walked);
   return rc;
 }
 

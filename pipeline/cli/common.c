@@ -200,6 +200,7 @@ static int open_pipeline(const cli_args* a, cli_pipeline_defaults d, const ttp_t
   o.devices = devices, o.device_count = device_count;
   o.no_graph = cli_flag(a, "no-graph");
   o.lazy_graphs = d.lazy_graphs;
+  o.open_behind = d.behind;
   o.wait = (ttp_wait)wait;
   o.plan = (ttp_plan)plan;
   const char* cache = cli_get(a, "plan-cache");
@@ -228,19 +229,22 @@ static int open_pipeline(const cli_args* a, cli_pipeline_defaults d, const ttp_t
     *p = NULL;
     return rc;
   }
-  if (cli_flag(a, "verbose")) {
-    fprintf(stderr, "ttapipe: engine: %s\n", ttp_engine_description(*p));
-    ttp_startup t = {.struct_size = sizeof t};
-    if (ttp_get_startup(*p, &t) == TTP_OK) {
-      fprintf(stderr, "ttapipe: opening took %.1f ms: the model %.1f ms, the engine %.1f ms",
-              1e3 * (t.model_s + t.engine_s), 1e3 * t.model_s, 1e3 * t.engine_s);
-      if (t.cuda_s > 0) /* a GPU engine's parts */
-        fprintf(stderr, " (CUDA's start %.1f, the plan %.1f, buffers %.1f, graphs %.1f)",
-                1e3 * t.cuda_s, 1e3 * t.plan_s, 1e3 * t.buffers_s, 1e3 * t.graphs_s);
-      fputc('\n', stderr);
-    }
-  }
+  if (cli_flag(a, "verbose") && !d.behind) cli_print_opening(*p);
   return CLI_EXIT_OK;
+}
+
+void cli_print_opening(ttp_pipeline* p) {
+  if (ttp_wait_open(p) != TTP_OK) return;
+  fprintf(stderr, "ttapipe: engine: %s\n", ttp_engine_description(p));
+  ttp_startup t = {.struct_size = sizeof t};
+  if (ttp_get_startup(p, &t) == TTP_OK) {
+    fprintf(stderr, "ttapipe: opening took %.1f ms: the model %.1f ms, the engine %.1f ms",
+            1e3 * (t.model_s + t.engine_s), 1e3 * t.model_s, 1e3 * t.engine_s);
+    if (t.cuda_s > 0) /* a GPU engine's parts */
+      fprintf(stderr, " (CUDA's start %.1f, the plan %.1f, buffers %.1f, graphs %.1f)",
+              1e3 * t.cuda_s, 1e3 * t.plan_s, 1e3 * t.buffers_s, 1e3 * t.graphs_s);
+    fputc('\n', stderr);
+  }
 }
 
 int cli_open_pipeline(const cli_args* a, cli_pipeline_defaults d, ttp_pipeline** p,

@@ -300,6 +300,12 @@ grep -q -- "--mean and --std come together" "$work/err" || fail "--mean alone: $
 run 2 classify --model "$rgb.onnx" --mean 0.5 --std 0 "$g/wide.ppm"
 grep -q "std 0 1e-6..1e6" "$work/err" || fail "--std 0: $(cat "$work/err")"
 run 1 classify --model "$rgb.onnx" --center mnist "$g/wide.ppm"; one_error "one-channel"
+# The output is created with the first row: an engine that cannot open (fused on an RGB model,
+# or on a machine without a GPU; it opens behind the walk and the decoding) leaves an existing
+# one as it was.
+printf 'kept\n' >"$work/kept.csv"
+run 1 classify --model "$rgb.onnx" --engine fused -o "$work/kept.csv" "$g"; one_error "fused"
+[ "$(cat "$work/kept.csv")" = kept ] || fail "a failed engine changed the output: $(head -2 "$work/kept.csv")"
 # Bad ONNX files: one line, exit 1.
 : >"$work/empty.onnx"
 mkdir -p "$work/folder.onnx"

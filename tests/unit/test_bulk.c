@@ -4,7 +4,11 @@
    ttp_load_image + ttp_classify of that file alone, bit for bit; a bad file gets its error; one
    decoding thread or seven give the same; the stats count right; ttp_cancel, before a call and
    during one (from the callback, as a signal handler would), stops it with the files reported
-   a prefix of a whole run's. */
+   a prefix of a whole run's. With ttp_options.open_behind the files decoded while the engine
+   opens give the same rows, listed or walked, the batch holds max_batch images (past the CPU
+   engines' 256), and an engine that cannot open fails the first call that needs it with
+   ttp_open's message, no file reported. */
+#include <stddef.h>
 #include <string.h>
 
 #include "tests/common/check.h"
@@ -20,6 +24,22 @@ typedef struct seen {
   int failed[FILES];
   char first_error[TTP_ERROR_SIZE];
 } seen;
+
+/* A pipeline whose engine opens behind ttp_open (open_behind): 3 copies, batches of max_batch;
+   engine and device as given. ttp_open's status into *status. */
+static ttp_pipeline* open_behind(const char* dir, ttp_engine engine, int device, int max_batch,
+                                 ttp_status* status) {
+  ttp_tta tta;
+  ttp_tta_init(&tta);
+  tta.copies = 3;
+  ttp_options o;
+  ttp_options_init(&o);
+  o.model_dir = dir, o.engine = engine, o.device = device, o.tta = &tta;
+  o.max_batch = max_batch, o.open_behind = 1, o.plan = TTP_PLAN_HEURISTIC, o.plan_cache = "";
+  ttp_pipeline* p = NULL;
+  *status = ttp_open(&o, &p);
+  return p;
+}
 
 static ttp_pipeline* cancel_p;   /* on_file_then_cancel: the pipeline to stop */
 static size_t cancel_at;          /* ... after this file is reported */
@@ -141,6 +161,77 @@ int main(void) {
   CHECK(memcmp(stopped.results, one.results, stopped.calls * sizeof *one.results) == 0 &&
             memcmp(stopped.failed, one.failed, stopped.calls * sizeof *one.failed) == 0,
         "the files reported before the cancel differ from a whole run's");
+
+  /* Decoded while the engine opens: a list in chunks of 300 (more than the CPU engines' 256:
+     the batch holds max_batch) and 7 threads, and the directory walked in chunks of 100 (its
+     sorted files are the list's, but for the last: the file written as f600, listed as a
+     missing one). */
+  static seen listed, walked;
+  ttp_status opened;
+  ttp_pipeline* b = open_behind(dir, TTP_ENGINE_CPU, 0, 300, &opened);
+  CHECK(opened == TTP_OK, "open_behind: %s", ttp_last_error(b));
+  ttp_bulk_stats bs = {.struct_size = sizeof bs};
+  CHECK(ttp_classify_files(b, (const char* const*)paths, FILES, &io, 7, on_file, &listed, &bs) ==
+            TTP_OK && listed.calls == FILES, "open_behind, listed: %s", ttp_last_error(b));
+  CHECK(bs.opening_seconds > 0 && bs.opening_files <= FILES && bs.files == FILES,
+        "open_behind's stats: waited %g s, %zu files decoded meanwhile", bs.opening_seconds,
+        bs.opening_files);
+  CHECK(ttp_batch_capacity(b) == 300, "open_behind: batches of %zu, not max_batch's 300",
+        ttp_batch_capacity(b));
+  CHECK(memcmp(one.results, listed.results, sizeof one.results) == 0 &&
+            memcmp(one.probs, listed.probs, sizeof one.probs) == 0 &&
+            memcmp(one.failed, listed.failed, sizeof one.failed) == 0,
+        "open_behind, listed: the rows differ from the engine opened first");
+  ttp_close(b);
+  b = open_behind(dir, TTP_ENGINE_CPU, 0, 100, &opened);
+  CHECK(opened == TTP_OK, "open_behind: %s", ttp_last_error(b));
+  ttp_list_options lo;
+  ttp_list_options_init(&lo);
+  const char* const walk[] = {dir};
+  /* stats of the first version's size (a caller built with an older header): filled so far */
+  ttp_bulk_stats old = {.struct_size = offsetof(ttp_bulk_stats, opening_seconds)};
+  CHECK(ttp_classify_paths(b, walk, 1, &lo, &io, 3, on_file, &walked, &old) == TTP_OK &&
+            old.struct_size == offsetof(ttp_bulk_stats, opening_seconds) && old.files == FILES &&
+            walked.calls == FILES, "open_behind, walked: %zu files, %s", walked.calls,
+        ttp_last_error(b));
+  CHECK(memcmp(one.results, walked.results, (FILES - 1) * sizeof *one.results) == 0 &&
+            memcmp(one.probs, walked.probs, (FILES - 1) * sizeof *one.probs) == 0 &&
+            memcmp(one.failed, walked.failed, (FILES - 1) * sizeof *one.failed) == 0,
+        "open_behind, walked: the rows differ from the list's");
+  ttp_close(b);
+  /* An engine that cannot open (cudnn on device 1023: no such GPU, or no GPU at all): ttp_open
+     returns at once, the first call that needs the engine fails with its message, before any
+     file is reported, and so does every later one. */
+  static seen never;
+  b = open_behind(dir, TTP_ENGINE_CUDNN, 1023, 64, &opened);
+  CHECK(opened == TTP_OK, "open_behind returned the engine's failure: %s", ttp_last_error(b));
+  const ttp_status failed =
+      ttp_classify_files(b, (const char* const*)paths, FILES, &io, 2, on_file, &never, NULL);
+  char message[TTP_ERROR_SIZE];
+  snprintf(message, sizeof message, "%s", ttp_last_error(b));
+  CHECK(failed != TTP_OK && failed != TTP_ERR_INTERNAL && never.calls == 0 && message[0],
+        "an engine that cannot open: status %d, %zu files reported, \"%s\"", (int)failed,
+        never.calls, message);
+  CHECK(ttp_wait_open(b) == failed && strcmp(ttp_last_error(b), message) == 0,
+        "ttp_wait_open: \"%s\", not the files call's \"%s\"", ttp_last_error(b), message);
+  uint8_t blank[784] = {1};
+  ttp_result r1;
+  CHECK(ttp_classify(b, blank, 1, &r1, NULL) == failed && strcmp(ttp_last_error(b), message) == 0,
+        "ttp_classify after a failed opening: \"%s\"", ttp_last_error(b));
+  CHECK(ttp_batch_capacity(b) == 0, "a pipeline whose engine failed has a batch");
+  ttp_close(b);
+  /* The same engine opened in ttp_open gives the same status and message. */
+  ttp_options o;
+  ttp_options_init(&o);
+  o.model_dir = dir, o.engine = TTP_ENGINE_CUDNN, o.device = 1023, o.max_batch = 64;
+  o.plan = TTP_PLAN_HEURISTIC, o.plan_cache = "";
+  ttp_tta three;
+  ttp_tta_init(&three);
+  three.copies = 3;
+  o.tta = &three;
+  CHECK(ttp_open(&o, &b) == failed && strcmp(ttp_last_error(b), message) == 0,
+        "ttp_open of the same engine: \"%s\", behind: \"%s\"", ttp_last_error(b), message);
+  ttp_close(b);
 
   static seen none;
   CHECK(ttp_classify_files(p, NULL, 0, NULL, 0, on_file, &none, NULL) == TTP_OK && none.calls == 0,
