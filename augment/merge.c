@@ -6,9 +6,9 @@
 #include "merge_core.h"
 
 void aug_merge(ttp_merge mode, const float* probs, int copies, int classes, float* merged,
-               ttp_result* result, float* extras) {
+               ttp_result* result, float* extras, const float* weights) {
   float unused[MERGE_EXTRAS];
-  merge_image(mode, probs, copies, classes, merged, result, extras ? extras : unused);
+  merge_image(mode, probs, copies, classes, merged, result, extras ? extras : unused, weights);
 }
 
 void aug_temper(float temperature, int classes, size_t count, ttp_result* results, float* merged) {

@@ -9,9 +9,10 @@
 #include "ttapipe.h"
 
 /* probs: copies x classes (copies 1..64); merged: classes floats, written; result written;
-   extras: NULL, or MERGE_EXTRAS floats (merge_core.h), written. */
+   extras: NULL, or MERGE_EXTRAS floats (merge_core.h), written; weights: the copies' (summing
+   to 1: aug_spec_weights), or NULL for equal ones. */
 void aug_merge(ttp_merge mode, const float* probs, int copies, int classes, float* merged,
-               ttp_result* result, float* extras);
+               ttp_result* result, float* extras, const float* weights);
 
 /* The temperature after the merge (ttp_tta.temperature) on count results and their merged
    vectors (count x classes), in place: q^(1/T) / sum q^(1/T),

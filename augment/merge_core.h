@@ -5,10 +5,16 @@
             a tie between classes goes to the one of higher mean probability;
      max    each class's highest probability over the copies, normalised to sum to 1;
      gmean  the geometric mean of the copies' probabilities (floored at 1e-30 so that one copy's
-            zero does not erase a class), normalised to sum to 1.
+            zero does not erase a class), normalised to sum to 1: the mean of the
+            log-probabilities renormalised, which is the softmax of the copies' mean logits (the
+            merge of logits, named so in the options).
+   Weights (w: a weight a copy, summing to 1; NULL: equal, computed as before weights existed,
+   the same bits): the mean and the geometric mean weigh each copy's term, a vote counts each
+   copy's weight, max takes the copies of weight above 0; the spread and the extras weigh each
+   copy so.
    The class is the merged vector's most probable (the lowest index on a tie), or the vote's
    winner; the spread is the population standard deviation of that class's probability over
-   the copies. Sums are taken in double; no scratch memory is needed.
+   the copies (weighted). Sums are taken in double; no scratch memory is needed.
    Beside them, merge_extras: what the copies say beyond the merged vector (AUG_EXTRAS floats
    after it in a record, ttp_classify_uncertainty): the mutual information between the copies
    and the class, and the copies' agreement with the result. */
@@ -34,30 +40,44 @@ AUG_FN int merge_argmax(const float* v, int n) {
   return best;
 }
 
-AUG_FN double merge_mean(const float* probs, int copies, int classes, int k) {
+AUG_FN double merge_mean(const float* probs, int copies, int classes, int k, const float* w) {
   double sum = 0;
+  if (w) {
+    for (int c = 0; c < copies; c++) sum += (double)w[c] * probs[c * classes + k];
+    return sum;
+  }
   for (int c = 0; c < copies; c++) sum += probs[c * classes + k];
   return sum / copies;
 }
 
 /* Class k's value before normalisation. winners: each copy's class (vote only). */
 AUG_FN double merge_value(ttp_merge mode, const float* probs, int copies, int classes, int k,
-                          const int* winners) {
+                          const int* winners, const float* w) {
   double v = 0;
   switch (mode) {
     case TTP_MERGE_VOTE:
+      if (w) {
+        for (int c = 0; c < copies; c++) v += winners[c] == k ? (double)w[c] : 0.0;
+        return v;
+      }
       for (int c = 0; c < copies; c++) v += winners[c] == k;
       return v / copies;
     case TTP_MERGE_MAX:
-      v = probs[k];
-      for (int c = 1; c < copies; c++) v = fmax(v, (double)probs[c * classes + k]);
+      v = w ? 0.0 : probs[k];
+      for (int c = w ? 0 : 1; c < copies; c++)
+        if (!w || w[c] > 0) v = fmax(v, (double)probs[c * classes + k]);
       return v;
     case TTP_MERGE_GMEAN:
+      if (w) {
+        for (int c = 0; c < copies; c++)
+          v += (double)w[c] * log(fmax((double)probs[c * classes + k], 1e-30));
+        return exp(v);
+      }
       for (int c = 0; c < copies; c++) v += log(fmax((double)probs[c * classes + k], 1e-30));
       return exp(v / copies);
     case TTP_MERGE_MEAN:
     default:
-      return merge_mean(probs, copies, classes, k);
+      return merge_mean(probs, copies, classes, k, w);
   }
 }
 
@@ -70,11 +90,12 @@ AUG_FN void merge_winners(ttp_merge mode, const float* probs, int copies, int cl
 
 /* What the values are divided by: the sum of every class's value (max, gmean), else 1. */
 AUG_FN double merge_norm(ttp_merge mode, const float* probs, int copies, int classes,
-                         const int* winners) {
+                         const int* winners, const float* w) {
   double norm = 1;
   if (mode == TTP_MERGE_MAX || mode == TTP_MERGE_GMEAN) {
     norm = 0;
-    for (int k = 0; k < classes; k++) norm += merge_value(mode, probs, copies, classes, k, winners);
+    for (int k = 0; k < classes; k++)
+      norm += merge_value(mode, probs, copies, classes, k, winners, w);
   }
   return norm;
 }
@@ -82,27 +103,27 @@ AUG_FN double merge_norm(ttp_merge mode, const float* probs, int copies, int cla
 /* Class k of the merged vector. (The GPU's small batches give each class a thread of its own;
    the value is the same whichever computes it.) */
 AUG_FN float merge_class(ttp_merge mode, const float* probs, int copies, int classes, int k,
-                         const int* winners, double norm) {
-  return (float)(merge_value(mode, probs, copies, classes, k, winners) / norm);
+                         const int* winners, double norm, const float* w) {
+  return (float)(merge_value(mode, probs, copies, classes, k, winners, w) / norm);
 }
 
 /* After the merged vector: the class, its probability and the spread into result. */
 AUG_FN void merge_finish(ttp_merge mode, const float* probs, int copies, int classes,
-                         const float* merged, ttp_result* result) {
+                         const float* merged, ttp_result* result, const float* w) {
   int best = merge_argmax(merged, classes);
   if (mode == TTP_MERGE_VOTE) /* equal shares: the higher mean probability wins */
     for (int k = 0; k < classes; k++)
       if (merged[k] == merged[best] &&
-          merge_mean(probs, copies, classes, k) > merge_mean(probs, copies, classes, best))
+          merge_mean(probs, copies, classes, k, w) > merge_mean(probs, copies, classes, best, w))
         best = k;
-  double m = merge_mean(probs, copies, classes, best), squares = 0;
+  double m = merge_mean(probs, copies, classes, best, w), squares = 0;
   for (int c = 0; c < copies; c++) {
     double d = probs[c * classes + best] - m;
-    squares += d * d;
+    squares += w ? (double)w[c] * d * d : d * d;
   }
   result->class_index = best;
   result->probability = merged[best];
-  result->spread = (float)sqrt(squares / copies);
+  result->spread = (float)sqrt(w ? squares : squares / copies);
 }
 
 /* -p ln p, 0 at p = 0, in float: the extras are measures to rank images by, not probabilities
@@ -113,7 +134,7 @@ AUG_FN float merge_surprise(float p) { return p > 0 ? -p * logf(p) : 0.0f; }
    of merge_surprise of each class's mean, in class order); copies_sum, the sum over the copies
    (in order) of each copy's entropy; agree, how many copies' own class is the result's. The
    fused engine computes the parts in parallel (a copy's entropy as a warp's sum) and ends
-   here, as merge_extras does. */
+   here, as merge_extras does (unweighted: the fused engine refuses weights). */
 AUG_FN void merge_extras_from(float of_mean, float copies_sum, int agree, int copies,
                               float* extras) {
   extras[MERGE_EXTRA_MUTUAL] = copies > 1 ? fmaxf(of_mean - copies_sum / copies, 0.0f) : 0.0f;
@@ -121,37 +142,48 @@ AUG_FN void merge_extras_from(float of_mean, float copies_sum, int agree, int co
 }
 
 /* Class k's share of the entropy of the copies' mean. */
-AUG_FN float merge_mean_surprise(const float* probs, int copies, int classes, int k) {
-  return merge_surprise((float)merge_mean(probs, copies, classes, k));
+AUG_FN float merge_mean_surprise(const float* probs, int copies, int classes, int k,
+                                 const float* w) {
+  return merge_surprise((float)merge_mean(probs, copies, classes, k, w));
 }
 
 /* The extras of an image whose result's class is best into extras[MERGE_EXTRAS]. */
-AUG_FN void merge_extras(const float* probs, int copies, int classes, int best, float* extras) {
-  float of_mean = 0, copies_sum = 0;
+AUG_FN void merge_extras(const float* probs, int copies, int classes, int best, float* extras,
+                         const float* w) {
+  float of_mean = 0, copies_sum = 0, agree_share = 0;
   int agree = 0;
   for (int k = 0; k < classes && copies > 1; k++)
-    of_mean += merge_mean_surprise(probs, copies, classes, k);
+    of_mean += merge_mean_surprise(probs, copies, classes, k, w);
   for (int c = 0; c < copies && copies > 1; c++) {
     const float* p = probs + c * classes;
     float h = 0;
     for (int k = 0; k < classes; k++) h += merge_surprise(p[k]);
-    copies_sum += h;
-    agree += merge_argmax(p, classes) == best;
+    const int agrees = merge_argmax(p, classes) == best;
+    if (w) {
+      copies_sum += w[c] * h, agree_share += agrees ? w[c] : 0.0f;
+    } else {
+      copies_sum += h, agree += agrees;
+    }
   }
-  merge_extras_from(of_mean, copies_sum, agree, copies, extras);
+  if (!w) {
+    merge_extras_from(of_mean, copies_sum, agree, copies, extras);
+    return;
+  }
+  extras[MERGE_EXTRA_MUTUAL] = copies > 1 ? fmaxf(of_mean - copies_sum, 0.0f) : 0.0f;
+  extras[MERGE_EXTRA_AGREEMENT] = copies > 1 ? agree_share : 1.0f;
 }
 
 /* probs: copies x classes (copies <= MERGE_MAX_COPIES); merged: classes floats, written;
-   extras: MERGE_EXTRAS floats, written. */
+   extras: MERGE_EXTRAS floats, written; w: the copies' weights, or NULL. */
 AUG_FN void merge_image(ttp_merge mode, const float* probs, int copies, int classes, float* merged,
-                        ttp_result* result, float* extras) {
+                        ttp_result* result, float* extras, const float* w) {
   int winners[MERGE_MAX_COPIES];
   merge_winners(mode, probs, copies, classes, winners);
-  const double norm = merge_norm(mode, probs, copies, classes, winners);
+  const double norm = merge_norm(mode, probs, copies, classes, winners, w);
   for (int k = 0; k < classes; k++)
-    merged[k] = merge_class(mode, probs, copies, classes, k, winners, norm);
-  merge_finish(mode, probs, copies, classes, merged, result);
-  merge_extras(probs, copies, classes, result->class_index, extras);
+    merged[k] = merge_class(mode, probs, copies, classes, k, winners, norm, w);
+  merge_finish(mode, probs, copies, classes, merged, result, w);
+  merge_extras(probs, copies, classes, result->class_index, extras, w);
 }
 
 #endif

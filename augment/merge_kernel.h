@@ -25,9 +25,11 @@ static inline size_t aug_merge_extras_offset(int classes) {
 }
 
 /* probs: device, count x copies x classes floats (the softmax outputs of each image's copies,
-   in order). records: device, count records of aug_merge_record_size(classes) bytes. */
-ttp_status aug_merge_launch(ttp_merge mode, const float* probs, int count, int copies,
-                            int classes, void* records, cudaStream_t stream, ttp_err* e);
+   in order). records: device, count records of aug_merge_record_size(classes) bytes. weights:
+   host, the copies' (aug_spec_weights), or NULL; passed by value with the launch. */
+ttp_status aug_merge_launch(ttp_merge mode, const float* weights, const float* probs, int count,
+                            int copies, int classes, void* records, cudaStream_t stream,
+                            ttp_err* e);
 
 #ifdef __cplusplus
 }

@@ -20,11 +20,12 @@ static const char* const edges[] = {"zero", "replicate", "reflect"};
 
 typedef enum key_id { K_COPIES, K_ORIGINAL, K_SHIFT, K_CONTRAST, K_BRIGHTNESS, K_NOISE,
                       K_NOISE_KIND, K_CLAMP, K_SEED, K_MERGE, K_TEMPERATURE, K_FLIP_H, K_FLIP_V,
-                      K_ROTATE, K_SCALE, K_TRANSLATE, K_EDGE, K_VIEWS, K_COUNT } key_id;
+                      K_ROTATE, K_SCALE, K_TRANSLATE, K_EDGE, K_VIEWS, K_WEIGHTS,
+                      K_COUNT } key_id;
 static const char* const keys[K_COUNT] = {"copies", "keep_original", "shift", "contrast",
                                           "brightness", "noise", "noise_kind", "clamp", "seed",
                                           "merge", "temperature", "flip_h", "flip_v", "rotate",
-                                          "scale", "translate", "edge", "views"};
+                                          "scale", "translate", "edge", "views", "weights"};
 
 /* s without the spaces and tabs around it (in place). */
 static char* trim(char* s) {
@@ -155,6 +156,8 @@ static int take(char* line, ttp_tta* t, int* seen, char* why, size_t size) {
   case K_SHIFT:
     if (!number(value, &a) || a != floor(a) || a < 0 || a > 1e6) /* range: below */
       return snprintf(why, size, "%s: a whole number", keys[k]), -1;
+    if (k == K_COPIES && seen[K_WEIGHTS] && (int)a != t->copies)
+      return snprintf(why, size, "copies = %d, but weights lists %d", (int)a, t->copies), -1;
     if (k == K_COPIES) t->copies = (int)a;
     else t->shift = (int)a;
     return 0;
@@ -174,8 +177,27 @@ static int take(char* line, ttp_tta* t, int* seen, char* why, size_t size) {
   case K_VIEWS: {
     const int copies = t->copies;
     if (parse_views(value, t, why, size) != 0) return -1;
-    if (seen[K_COPIES] && copies != t->copies)
+    if ((seen[K_COPIES] || seen[K_WEIGHTS]) && copies != t->copies)
       return snprintf(why, size, "views: %d of them, but copies = %d", t->copies, copies), -1;
+    return 0;
+  }
+  case K_WEIGHTS: { /* sets copies to their number, as views does */
+    float w[TTP_MAX_COPIES] = {0};
+    int count = 0;
+    for (char* item = value;; item = comma + 1, comma = strchr(item, ',')) {
+      if (comma) *comma = '\0';
+      if (count == TTP_MAX_COPIES) return snprintf(why, size, "weights: more than %d", count), -1;
+      if (!number(trim(item), &a)) return snprintf(why, size, "weights: numbers, W, W, ..."), -1;
+      w[count++] = (float)a;
+      if (!comma) break;
+    }
+    int some = 0;
+    for (int c = 0; c < count; c++) some |= w[c] != 0;
+    if (!some) return snprintf(why, size, "weights: not all 0 (equal ones: no key)"), -1;
+    if ((seen[K_COPIES] || seen[K_VIEWS]) && count != t->copies)
+      return snprintf(why, size, "weights: %d of them, but %d copies", count, t->copies), -1;
+    memcpy(t->weights, w, sizeof w);
+    t->copies = count;
     return 0;
   }
   case K_EDGE: {
@@ -208,8 +230,8 @@ static int take(char* line, ttp_tta* t, int* seen, char* why, size_t size) {
     return 0;
   }
   case K_MERGE: {
-    const int i = choice(value, merges, 4);
-    if (i < 0) return snprintf(why, size, "merge: mean, vote, max or gmean"), -1;
+    const int i = strcmp(value, "logits") == 0 ? TTP_MERGE_GMEAN : choice(value, merges, 4);
+    if (i < 0) return snprintf(why, size, "merge: mean, vote, max, gmean or logits"), -1;
     t->merge = (ttp_merge)i;
     return 0;
   }
@@ -328,6 +350,14 @@ ttp_status ttp_write_tta_policy(const char* path, const ttp_tta* t, const char* 
                       shortest(v->dy, y));
       fprintf(f, "%s%s%s", i ? ";" : "views =", n ? words : " none",
               i == t->view_count - 1 ? "\n" : "");
+    }
+    const int weighs = t->struct_size >= offsetof(ttp_tta, weights) + sizeof t->weights;
+    int weighted = 0;
+    for (int c = 0; weighs && c < TTP_MAX_COPIES; c++) weighted |= t->weights[c] != 0;
+    for (int c = 0; weighted && c < t->copies && c < TTP_MAX_COPIES; c++) {
+      char w[32];
+      fprintf(f, "%s %s%s", c ? "," : "weights =", shortest(t->weights[c], w),
+              c == t->copies - 1 ? "\n" : "");
     }
     if (fclose(f) != 0) ERR(&e, TTP_ERR_IO, "%s: writing failed", path);
   }

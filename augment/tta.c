@@ -110,6 +110,18 @@ ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge,
   if ((unsigned)t->edge > TTP_EDGE_REFLECT)
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "unknown TTA edge mode %d", (int)t->edge);
   TRY(check_views(t, e));
+  double weight_sum = 0;
+  int weighted = 0;
+  for (int c = 0; c < TTP_MAX_COPIES; c++) {
+    if (!in_range(t->weights[c], 0, 1e6))
+      return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA weight %d must be 0..1e6, not %g", c,
+                 t->weights[c]);
+    if (c >= t->copies && t->weights[c] != 0)
+      return ERR(e, TTP_ERR_INVALID_ARGUMENT, "TTA weight %d is given, but there are %d copies",
+                 c, t->copies);
+    weight_sum += t->weights[c];
+    weighted |= t->weights[c] != 0;
+  }
   *out = (aug_spec){
       .copies = t->copies,
       .keep_original = t->keep_original != 0,
@@ -134,7 +146,10 @@ ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge,
       .translate = t->translate,
       .edge = (int)t->edge,
       .view_count = t->view_count,
+      .weighted = weighted,
   };
+  for (int c = 0; c < t->copies && weighted; c++)
+    out->weights[c] = (float)(t->weights[c] / weight_sum);
   for (int i = 0; i < t->view_count; i++) {
     const ttp_view* v = &t->views[i];
     aug_view* a = &out->views[i];

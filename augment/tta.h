@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-enum { AUG_MAX_COPIES = 64, AUG_MAX_SHIFT = 16 };
+enum { AUG_MAX_SHIFT = 16 };
 
 /* Checks t's ranges and turns it into an aug_spec, a merge mode and (temperature not NULL) the
    temperature applied after the merge (t NULL: one copy, as it is). Refusals name the field and its allowed

@@ -28,7 +28,7 @@
 #define AUG_FN static inline
 #endif
 
-enum { AUG_MAX_VIEWS = 16 };
+enum { AUG_MAX_VIEWS = 16, AUG_MAX_COPIES = 64 };
 
 /* One view of a list: its inverse map (aug_params' m00 .. ty). */
 typedef struct aug_view {
@@ -64,7 +64,16 @@ typedef struct aug_spec {
      host (aug_spec_from), so that every device reads the same floats; no geometry is drawn. */
   int view_count;
   aug_view views[AUG_MAX_VIEWS];
+  /* The copies' weights in the merge (ttp_tta.weights), scaled to sum to 1, when `weighted`;
+     else every copy counts alike (merge_core.h's NULL). */
+  int weighted;
+  float weights[AUG_MAX_COPIES];
 } aug_spec;
+
+/* The weights the merge takes (merge_core.h): the spec's, or NULL for equal ones. */
+static inline const float* aug_spec_weights(const aug_spec* s) {
+  return s->weighted ? s->weights : NULL;
+}
 
 /* What enters a geometric view from outside the image. */
 enum aug_edge { AUG_EDGE_ZERO = 0, AUG_EDGE_REPLICATE = 1, AUG_EDGE_REFLECT = 2 };

@@ -172,7 +172,10 @@ typedef enum ttp_merge {
   TTP_MERGE_VOTE = 1,  /* majority of the copies' classes; ties go to the higher mean probability;
                           the probability vector is the share of votes */
   TTP_MERGE_MAX = 2,   /* each class's highest probability over the copies, normalised */
-  TTP_MERGE_GMEAN = 3  /* geometric mean (probabilities floored at 1e-30), normalised */
+  TTP_MERGE_GMEAN = 3  /* geometric mean (probabilities floored at 1e-30), normalised: the mean
+                          of the log-probabilities renormalised, which is the softmax of the
+                          copies' mean logits (the merge of logits; "logits" in policies and
+                          options) */
 } ttp_merge;
 
 typedef enum ttp_noise {
@@ -195,7 +198,7 @@ typedef struct ttp_view {
   float rotate, scale, dx, dy;
 } ttp_view;
 
-enum { TTP_MAX_VIEWS = 16 };
+enum { TTP_MAX_VIEWS = 16, TTP_MAX_COPIES = 64 };
 
 typedef struct ttp_tta {
   size_t struct_size;               /* sizeof(ttp_tta); set by ttp_tta_init */
@@ -236,6 +239,13 @@ typedef struct ttp_tta {
      shift 1 0; flip_h shift 1 0; shift -1 0; flip_h shift -1 0". */
   int view_count;
   ttp_view views[TTP_MAX_VIEWS];
+  /* Each copy's weight in the merge: copies of them, each 0..1e6, not all 0, scaled to sum to 1
+     (all 0, the default: every copy alike). airbench's six views weigh 2, 2, 1, 1, 1, 1. mean and
+     gmean weigh each copy's term (gmean: the weighted mean of the log-probabilities), a vote
+     counts each copy's weight, max takes the copies of weight above 0; the spread and the
+     uncertainty measures weigh each copy so. The fused engine does not take weights (auto
+     then opens cudnn). */
+  float weights[TTP_MAX_COPIES];
 } ttp_tta;
 
 /* Parses a list of views into t (views, view_count, and copies = their number): views separated
@@ -253,11 +263,12 @@ void ttp_tta_init(ttp_tta* t);
  *     copies = 5                  keep_original = yes      shift = 2
  *     contrast = 0.85, 1.15       brightness = -0.05, 0.05 noise = 0.04
  *     noise_kind = uniform        clamp = yes              seed = 0
- *     merge = mean                (mean, vote, max or gmean)
+ *     merge = mean                (mean, vote, max, gmean, or logits: gmean's other name)
  *     temperature = 1             (0.01..100: ttp_tta.temperature)
  *     flip_h = 0    flip_v = 0    rotate = 0    scale = 1, 1    translate = 0
  *     edge = zero                 (zero, replicate or reflect)
  *     views = none; flip_h        (ttp_tta_set_views' syntax; sets copies too)
+ *     weights = 2, 1              (ttp_tta.weights, a number a copy; sets copies too)
  * the ranges of ttp_tta's fields. `ttapipe tune` writes them; classify, eval and bench take
  * --tta-policy FILE (their --tta-* options then override single fields). */
 

@@ -57,7 +57,10 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"no-tta-original", NULL, "augment copy 0 too (by default it is the image as it is)"},  \
       {"no-tta-clamp", NULL, "leave augmented pixels unclamped (by default clamped to [0,1])"}, \
       {"seed", "S", "seed of the augmentation, 0..2^64-1 (default 0)"},                       \
-      {"merge", "MODE", "mean|vote|max|gmean: how the copies' outputs merge (default mean)"}, \
+      {"merge", "MODE", "mean|vote|max|gmean|logits: how the copies' outputs merge (default "  \
+                        "mean; logits, the softmax of the mean logits, is gmean)"},            \
+      {"tta-weights", "W,W,...", "each copy's weight in the merge (sets --tta to their number; " \
+                                 "default: alike)"},                                             \
       {"tta-temperature", "T", "softmax temperature after the merge, 0.01..100 (default 1: "  \
                                "none; tune fits one)"}
 

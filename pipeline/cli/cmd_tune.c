@@ -255,9 +255,12 @@ static int run_tune(const cli_args* a) {
                  .budget = (int)budget, .show = isatty(2) && !cli_flag(a, "quiet"),
                  .fit = !cli_flag(a, "no-temperature")};
   }
-  if (rc == CLI_EXIT_OK && start.view_count > 0)
-    rc = cli_usage_error(a->command, "tune searches drawn views; a list of views (--tta-views, "
-                         "or a policy's views) is not searched yet");
+  int weighted = 0;
+  for (int c = 0; c < TTP_MAX_COPIES; c++) weighted |= start.weights[c] != 0;
+  if (rc == CLI_EXIT_OK && (start.view_count > 0 || weighted))
+    rc = cli_usage_error(a->command, "tune searches drawn views of equal weight; a list of views "
+                         "or weights (--tta-views, --tta-weights, or a policy's) is not searched "
+                         "yet");
   const double started = cli_now();
   if (u && seconds > 0) u->deadline = started + seconds;
   /* Starts: the plain model and the arguments' policy (--tta 5 when they give one copy). */

@@ -27,9 +27,9 @@ static const char* const tta_edges[] = {"zero", "replicate", "reflect", NULL};
 /* The augmentation the --tta options ask for. */
 static int tta_from_args(const cli_args* a, ttp_tta* t) {
   static const char* const kinds[] = {"uniform", "gaussian", NULL};
-  static const char* const merges[] = {"mean", "vote", "max", "gmean", NULL};
+  static const char* const merges[] = {"mean", "vote", "max", "gmean", "logits", NULL};
   static const ttp_merge merge_modes[] = {TTP_MERGE_MEAN, TTP_MERGE_VOTE, TTP_MERGE_MAX,
-                                          TTP_MERGE_GMEAN};
+                                          TTP_MERGE_GMEAN, TTP_MERGE_GMEAN};
   ttp_tta_init(t);
   const char* policy = cli_get(a, "tta-policy");
   char error[TTP_ERROR_SIZE];
@@ -61,6 +61,15 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
       return cli_usage_error(a->command, "--tta %d, but --tta-views lists %d views", asked,
                              t->copies);
     copies = t->copies;
+  }
+  int weights = 0;
+  if ((rc = cli_get_floats(a, "tta-weights", t->weights, TTP_MAX_COPIES, &weights))) return rc;
+  if (weights) { /* sets the copies, as a list of views does */
+    if ((cli_get(a, "tta") || views) && weights != copies)
+      return cli_usage_error(a->command, "--tta-weights lists %d weights, but there are %ld "
+                             "copies", weights, copies);
+    for (int c = weights; c < TTP_MAX_COPIES; c++) t->weights[c] = 0;
+    copies = weights;
   }
   t->copies = (int)copies;
   t->shift = (int)shift;
@@ -290,13 +299,21 @@ void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {
              t->flip_h, t->flip_v, t->rotate, t->scale_min, t->scale_max, t->translate, edge);
   else
     snprintf(views, sizeof views, "shift %d px", t->shift);
+  char weights[400] = "";
+  int weighted = 0;
+  for (int c = 0; c < TTP_MAX_COPIES; c++) weighted |= t->weights[c] != 0;
+  for (int c = 0, n = 0; weighted && c < t->copies && c < TTP_MAX_COPIES; c++)
+    if (n >= 0 && (size_t)n < sizeof weights)
+      n += snprintf(weights + n, sizeof weights - n, "%s%g", c ? "," : ", weights ",
+                    t->weights[c]);
   snprintf(buf, size,
            "%d copies (%s), %s, contrast %g..%g, brightness %g..%g, %s noise %g%s, "
-           "seed %llu, merge %s%s",
+           "seed %llu, merge %s%s%s",
            t->copies, t->keep_original ? "copy 0 as it is" : "all augmented", views,
            t->contrast_min, t->contrast_max, t->brightness_min, t->brightness_max,
            t->noise_kind == TTP_NOISE_GAUSSIAN ? "gaussian" : "uniform", t->noise,
-           t->clamp ? "" : ", unclamped", (unsigned long long)t->seed, merges[t->merge], tempered);
+           t->clamp ? "" : ", unclamped", (unsigned long long)t->seed, merges[t->merge], weights,
+           tempered);
 }
 
 double cli_started;

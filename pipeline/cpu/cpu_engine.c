@@ -261,7 +261,7 @@ static void* cpu_job_run(void* arg) {
       cpu_engine_forward(eng, job->worker, w->copies + (size_t)c * m->classes);
     }
     aug_merge(eng->merge, w->copies, eng->spec.copies, m->classes, w->merged, &job->results[i],
-              job->extras ? job->extras + i * MERGE_EXTRAS : NULL);
+              job->extras ? job->extras + i * MERGE_EXTRAS : NULL, aug_spec_weights(&eng->spec));
     if (job->merged)
       memcpy(job->merged + i * (size_t)m->classes, w->merged, (size_t)m->classes * sizeof(float));
   }

@@ -95,8 +95,8 @@ static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, 
     TRY(gpu_to_float(last, g->probs, rows * m->classes, stream, e));
     probs = g->probs;
   }
-  return aug_merge_launch(g->cfg.merge, probs, images, g->cfg.spec.copies, m->classes, dev_out,
-                          stream, e);
+  return aug_merge_launch(g->cfg.merge, aug_spec_weights(&g->cfg.spec), probs, images,
+                          g->cfg.spec.copies, m->classes, dev_out, stream, e);
 }
 
 /* ---- plan ----------------------------------------------------------------------------------- */

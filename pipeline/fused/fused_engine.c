@@ -101,6 +101,11 @@ static int shape_of(const model* m, const engine_config* c, fused_shape* s, char
              FUSED_MAX_INPUT, FUSED_MAX_INPUT, m->input.c, m->input.h, m->input.w);
     return 0;
   }
+  if (c->spec.weighted) {
+    snprintf(why, n, "the fused kernels merge the copies alike, not weighted (the cudnn engine "
+             "weighs them)");
+    return 0;
+  }
   if (c->spec.copies > FUSED_MAX_COPIES) {
     snprintf(why, n, "the fused kernels take up to %d copies, not %d", FUSED_MAX_COPIES,
              c->spec.copies);

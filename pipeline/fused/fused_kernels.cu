@@ -824,18 +824,19 @@ __device__ __forceinline__ void stage3_merge(const fused_shape& s, const float* 
     const float* p = probs + image * s.copies * s.classes;
     int winners[MERGE_MAX_COPIES];
     merge_winners(merge, p, s.copies, s.classes, winners);
-    const double norm = merge_norm(merge, p, s.copies, s.classes, winners);
-    merged[i] = merge_class(merge, p, s.copies, s.classes, k, winners, norm);
+    const double norm = merge_norm(merge, p, s.copies, s.classes, winners, nullptr);
+    merged[i] = merge_class(merge, p, s.copies, s.classes, k, winners, norm, nullptr);
     reinterpret_cast<float*>(records + (size_t)(image0 + image) * record_size +
                              sizeof(ttp_result))[k] = merged[i];
-    if (s.copies > 1) parts[2 * rows + i] = merge_mean_surprise(p, s.copies, s.classes, k);
+    if (s.copies > 1)
+      parts[2 * rows + i] = merge_mean_surprise(p, s.copies, s.classes, k, nullptr);
   }
   __syncthreads();
   FUSED_PHASE(3);
   if (t < images) {
     ttp_result result;
     const float* p = probs + t * s.copies * s.classes;
-    merge_finish(merge, p, s.copies, s.classes, merged + t * s.classes, &result);
+    merge_finish(merge, p, s.copies, s.classes, merged + t * s.classes, &result, nullptr);
     unsigned char* record = records + (size_t)(image0 + t) * record_size;
     *reinterpret_cast<ttp_result*>(record) = result;
     float of_mean = 0, copies_sum = 0, extras[MERGE_EXTRAS];

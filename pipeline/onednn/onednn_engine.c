@@ -136,7 +136,8 @@ static void merge_copies(onednn_engine* eng, const onednn_net* net, long n, ttp_
   for (long i = 0; i < n; i++) {
     float* vector = merged ? merged + (size_t)i * classes : eng->merged + (size_t)i * classes;
     aug_merge(eng->merge, probs + (size_t)i * copies * classes, copies, classes, vector,
-              &results[i], extras ? extras + (size_t)i * MERGE_EXTRAS : NULL);
+              &results[i], extras ? extras + (size_t)i * MERGE_EXTRAS : NULL,
+              aug_spec_weights(&eng->spec));
   }
 }
 

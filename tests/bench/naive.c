@@ -61,8 +61,9 @@ static void naive_image(cudnn_net* g, const uint8_t* image, unsigned char* recor
     in = out;
   }
   void* dev_record = fresh(record_size);
-  CHECK(aug_merge_launch(g->cfg.merge, in, 1, g->cfg.spec.copies, m->classes, dev_record, st,
-                         &e) == TTP_OK, "%s", e.message);
+  CHECK(aug_merge_launch(g->cfg.merge, aug_spec_weights(&g->cfg.spec), in, 1,
+                         g->cfg.spec.copies, m->classes, dev_record, st, &e) == TTP_OK,
+        "%s", e.message);
   CHECK_CUDA(cudaStreamSynchronize(st));
   CHECK_CUDA(cudaMemcpy(record, dev_record, record_size, cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaFree(dev_image));

@@ -110,13 +110,13 @@ __global__ void merge_lab(unsigned char* records, long long* out, ttp_merge mode
   long long t[10];
   t[0] = clock64();
   merge_winners(mode, probs, 5, 10, winners);
-  const double norm = merge_norm(mode, probs, 5, 10, winners);
-  merged[3] = merge_class(mode, probs, 5, 10, 3, winners, norm);
+  const double norm = merge_norm(mode, probs, 5, 10, winners, nullptr);
+  merged[3] = merge_class(mode, probs, 5, 10, 3, winners, norm, nullptr);
   t[1] = clock64();
-  for (int k = 0; k < 10; k++) merged[k] = merge_class(mode, probs, 5, 10, k, winners, norm);
+  for (int k = 0; k < 10; k++) merged[k] = merge_class(mode, probs, 5, 10, k, winners, norm, nullptr);
   t[2] = clock64();
   ttp_result r;
-  merge_finish(mode, probs, 5, 10, merged, &r);
+  merge_finish(mode, probs, 5, 10, merged, &r, nullptr);
   t[3] = clock64();
   const int best = merge_argmax(merged, 10);
   t[4] = clock64();

@@ -226,6 +226,9 @@ opened, first, last, closed = marks
 assert 0 < opened <= first <= last <= closed == wall, line
 PY
 run 1 classify --model "$m" -o "$work/no/such/dir/out.csv" "$g"; one_error "cannot create"
+run 2 classify --model "$m" --tta 3 --tta-weights 1,2 "$g"
+grep -q "lists 2 weights, but there are 3" "$work/err" || fail "--tta-weights against --tta: $(cat "$work/err")"
+run 0 classify --model "$m" --engine cpu --tta-weights 2,1,0.5 --merge logits "$work/a.pgm"
 run 2 classify --model "$m" --topk 11 "$g"
 run 2 classify --model "$m" --max-size 10x "$g"
 run 2 classify --model "$m" --invert sideways "$g"

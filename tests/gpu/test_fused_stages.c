@@ -135,7 +135,7 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
              classes * sizeof(float));
     }
     aug_merge(c.merge, probs + (size_t)i * copies * classes, copies, classes,
-              want3 + (size_t)i * classes, &want_r[i], want_x + (size_t)i * MERGE_EXTRAS);
+              want3 + (size_t)i * classes, &want_r[i], want_x + (size_t)i * MERGE_EXTRAS, NULL);
   }
 
   test_poison(got1, rows * n1);

@@ -27,7 +27,10 @@ typedef struct run_spec {
   ttp_merge merge;
   ttp_wait wait;
   int lazy; /* lazy_graphs: each (slot, bucket)'s graph captured on its first batch */
+  int weighted; /* the copies weighted 3, 1, 0.5, 0, 2 in the merge */
 } run_spec;
+
+static const float copy_weights[5] = {3.0f, 1.0f, 0.5f, 0.0f, 2.0f};
 
 typedef struct outputs {
   ttp_result* results;
@@ -45,6 +48,7 @@ static outputs classify(run_spec r, size_t n, size_t per_call) {
   ttp_tta_init(&tta);
   tta.copies = 5;
   tta.merge = r.merge;
+  for (int c = 0; c < 5 && r.weighted; c++) tta.weights[c] = copy_weights[c];
   ttp_options o;
   ttp_options_init(&o);
   o.model_dir = model_dir;
@@ -149,14 +153,14 @@ static void alternating_models(ttp_engine engine) {
     fixture_model_dir(dirs[k], 100 + (uint64_t)k);
     model_dir = dirs[k];
     run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0,
-                    TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0};
+                    TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0, 0};
     want[k] = classify(cpu, 64, 0);
   }
   outputs first[4];
   for (int round = 0; round < 16; round++) {
     model_dir = dirs[round % 2];
     const ttp_precision precision = round / 2 % 2 ? TTP_PRECISION_FP32 : TTP_PRECISION_FP16;
-    run_spec r = {engine, precision, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0};
+    run_spec r = {engine, precision, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0, 0};
     outputs got = classify(r, 64, 0);
     char what[96];
     snprintf(what, sizeof what, "models in turn, round %d (model %c, %s), vs %s", round,
@@ -211,8 +215,8 @@ int main(int argc, char** argv) {
   }
   classes = 10;
 
-  run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0};
-  run_spec fp32 = {engine, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0};
+  run_spec cpu = {TTP_ENGINE_CPU, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0, 0};
+  run_spec fp32 = {engine, TTP_PRECISION_FP32, 1024, 3, 0, TTP_MERGE_MEAN, TTP_WAIT_AUTO, 0, 0};
   run_spec fp16 = fp32;
   fp16.precision = TTP_PRECISION_FP16;
   outputs ref = classify(cpu, count, 0);
@@ -293,6 +297,43 @@ int main(int argc, char** argv) {
     expect_close(what, b, a, n, 1e-4);
     release(a);
     release(b);
+  }
+  /* Weighted copies: the cudnn engine's merge kernel against the CPU's, in every mode; the fused
+     engine refuses them with the reason. */
+  for (int m = -1; m < 3; m++) {
+    run_spec c = cpu, g = fp32;
+    c.weighted = g.weighted = 1;
+    c.merge = g.merge = m < 0 ? TTP_MERGE_MEAN : modes[m];
+    if (engine == TTP_ENGINE_FUSED) {
+      ttp_tta tta;
+      ttp_tta_init(&tta);
+      tta.copies = 5;
+      for (int k = 0; k < 5; k++) tta.weights[k] = copy_weights[k];
+      ttp_options o;
+      ttp_options_init(&o);
+      o.model_dir = model_dir, o.engine = engine, o.tta = &tta;
+      ttp_pipeline* p = NULL;
+      CHECK(ttp_open(&o, &p) != TTP_OK && strstr(ttp_last_error(p), "weighted"),
+            "the fused engine took weighted copies: %s", ttp_last_error(p));
+      ttp_close(p);
+      printf("%-58s refused\n", "weighted copies:");
+      break;
+    }
+    outputs a = classify(c, n, 0), b = classify(g, n, 0), u = classify(cpu, n, 0);
+    char what[96];
+    snprintf(what, sizeof what, "fp32, weighted, merge %s, vs the CPU",
+             m < 0 ? "mean" : mode_names[m]);
+    expect_close(what, b, a, n, 1e-4);
+    if (m < 0) { /* the weights reach the merge: most images' vectors move */
+      size_t differ = 0;
+      for (size_t i = 0; i < n; i++)
+        differ += memcmp(a.probs + i * classes, u.probs + i * classes,
+                         (size_t)classes * sizeof(float)) != 0;
+      CHECK(differ > n / 2, "weighted copies: %zu of %zu images' vectors moved", differ, n);
+    }
+    release(a);
+    release(b);
+    release(u);
   }
   release(ref);
   alternating_models(engine);

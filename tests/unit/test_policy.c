@@ -66,6 +66,11 @@ int main(void) {
   CHECK(t.copies == 6 && t.view_count == 6 && t.views[3].flip_h && t.views[3].dx == 1 &&
             t.views[4].dx == -1 && !t.views[4].flip_h,
         "airbench's views read wrong");
+  const char* airbench = write_text("airbench.policy", "weights = 2, 2, 1, 1, 1, 1\n"
+                                    "merge = logits\n");
+  CHECK(ttp_read_tta_policy(airbench, &t, error, sizeof error) == TTP_OK, "%s", error);
+  CHECK(t.copies == 6 && t.weights[0] == 2 && t.weights[5] == 1 && t.weights[6] == 0 &&
+            t.merge == TTP_MERGE_GMEAN, "weights and the logits merge read wrong");
   const char* some = write_text("some.policy", "copies = 3\nmerge = vote\n");
   CHECK(ttp_read_tta_policy(some, &t, error, sizeof error) == TTP_OK, "%s", error);
   ttp_tta want = d;
@@ -103,6 +108,9 @@ int main(void) {
         view->dy = test_int(&rng, 0, 1) ? (float)test_uniform(&rng, -16, 16) : 0.0f;
       }
     }
+    if (k % 3 == 2) /* weights, in the last third (0 allowed, not all) */
+      for (int c = 0; c < w.copies; c++)
+        w.weights[c] = c == 0 || test_int(&rng, 0, 3) ? (float)test_uniform(&rng, 0.01, 5) : 0.0f;
     if (k % 3 == 0) { /* the geometric views, in a third of them */
       w.flip_h = (float)test_uniform(&rng, 0, 1);
       w.flip_v = (float)test_uniform(&rng, 0, 1);
@@ -149,6 +157,12 @@ int main(void) {
       {"count.policy", "copies = 3\nviews = none; flip_h\n", "2 of them, but copies = 3"},
       {"after.policy", "views = none; flip_h\ncopies = 3\n", "must equal the views"},
       {"both.policy", "views = none; flip_h\nrotate = 5\n", "not both"},
+      {"weights.policy", "weights = 1, x\n", "weights: numbers"},
+      {"wcount.policy", "copies = 3\nweights = 1, 2\n", "weights: 2 of them, but 3 copies"},
+      {"wafter.policy", "weights = 1, 2\ncopies = 3\n", "copies = 3, but weights lists 2"},
+      {"wviews.policy", "weights = 1, 2\nviews = none\n", "views: 1 of them, but copies = 2"},
+      {"wminus.policy", "weights = 1, -1\n", "weight 1 must be 0..1e6"},
+      {"wnone.policy", "weights = 0, 0\n", "not all 0"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
     refused(bad[k].name, bad[k].text, TTP_ERR_FORMAT, bad[k].fragment);

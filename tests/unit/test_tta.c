@@ -245,7 +245,7 @@ static void test_merge(void) {
   ttp_result r;
   /* mean */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_MEAN, &probs[0][0], 3, 4, merged, &r, NULL);
+  aug_merge(TTP_MERGE_MEAN, &probs[0][0], 3, 4, merged, &r, NULL, NULL);
   for (int k = 0; k < 4; k++) want[k] = ((double)probs[0][k] + probs[1][k] + probs[2][k]) / 3;
   CHECK(test_compare("mean", merged, want, 4, 1e-7, 0) == 0, "mean");
   double m = want[1], sd = sqrt((pow(probs[0][1] - m, 2) + pow(probs[1][1] - m, 2) +
@@ -254,20 +254,20 @@ static void test_merge(void) {
         "mean result %d %g %g (sd %g)", r.class_index, r.probability, r.spread, sd);
   /* vote: copies pick 0, 1, 1 */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 3, 4, merged, &r, NULL);
+  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 3, 4, merged, &r, NULL, NULL);
   double votes[4] = {1.0 / 3, 2.0 / 3, 0, 0};
   CHECK(test_compare("vote", merged, votes, 4, 1e-7, 0) == 0 && r.class_index == 1, "vote");
   /* vote tie (copies 0 and 1 pick 0 and 1): class 1 has the higher mean (0.4 vs 0.35) */
-  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 2, 4, merged, &r, NULL);
+  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 2, 4, merged, &r, NULL, NULL);
   CHECK(r.class_index == 1 && r.probability == 0.5f, "vote tie went to %d", r.class_index);
   /* max */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_MAX, &probs[0][0], 3, 4, merged, &r, NULL);
+  aug_merge(TTP_MERGE_MAX, &probs[0][0], 3, 4, merged, &r, NULL, NULL);
   double maxes[4] = {0.6 / 1.5, 0.5 / 1.5, 0.3 / 1.5, 0.1 / 1.5};
   CHECK(test_compare("max", merged, maxes, 4, 1e-7, 1e-6) == 0 && r.class_index == 0, "max");
   /* geometric mean */
   test_poison(merged, 4);
-  aug_merge(TTP_MERGE_GMEAN, &probs[0][0], 3, 4, merged, &r, NULL);
+  aug_merge(TTP_MERGE_GMEAN, &probs[0][0], 3, 4, merged, &r, NULL, NULL);
   double total = 0;
   for (int k = 0; k < 4; k++)
     total += want[k] = cbrt((double)probs[0][k] * probs[1][k] * probs[2][k]);
@@ -275,13 +275,74 @@ static void test_merge(void) {
   CHECK(test_compare("gmean", merged, want, 4, 1e-7, 1e-6) == 0 && r.class_index == 1, "gmean");
   /* A zero probability in one copy does not make the geometric mean NaN. */
   const float zero[2][3] = {{1.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f}};
-  aug_merge(TTP_MERGE_GMEAN, &zero[0][0], 2, 3, merged, &r, NULL);
+  aug_merge(TTP_MERGE_GMEAN, &zero[0][0], 2, 3, merged, &r, NULL, NULL);
   CHECK(!isnan(merged[0]) && fabs(merged[0] - 0.5) < 1e-6 && fabs(merged[2]) < 1e-6,
         "gmean with zeros: %g %g %g", merged[0], merged[1], merged[2]);
   /* One copy: the result is that copy, spread 0. */
-  aug_merge(TTP_MERGE_MEAN, &probs[2][0], 1, 4, merged, &r, NULL);
+  aug_merge(TTP_MERGE_MEAN, &probs[2][0], 1, 4, merged, &r, NULL, NULL);
   CHECK(memcmp(merged, probs[2], sizeof merged) == 0 && r.spread == 0 && r.class_index == 1,
         "one copy");
+
+  /* Weights 0.5, 0.2, 0.3 against the definitions worked out here. */
+  const float w[3] = {0.5f, 0.2f, 0.3f};
+  float extras[MERGE_EXTRAS];
+  test_poison(merged, 4);
+  aug_merge(TTP_MERGE_MEAN, &probs[0][0], 3, 4, merged, &r, extras, w);
+  for (int k = 0; k < 4; k++)
+    want[k] = (double)w[0] * probs[0][k] + (double)w[1] * probs[1][k] + (double)w[2] * probs[2][k];
+  CHECK(test_compare("weighted mean", merged, want, 4, 1e-7, 0) == 0, "weighted mean");
+  const int best = want[1] > want[0] ? 1 : 0;
+  m = want[best];
+  sd = sqrt(w[0] * pow(probs[0][best] - m, 2) + w[1] * pow(probs[1][best] - m, 2) +
+            w[2] * pow(probs[2][best] - m, 2));
+  CHECK(r.class_index == best && fabs(r.spread - sd) < 1e-7, "weighted mean: class %d spread %g "
+        "(want %d, %g)", r.class_index, r.spread, best, sd);
+  double h_mean = 0, h_copies = 0, agree = 0;
+  for (int k = 0; k < 4; k++) h_mean -= want[k] * log(want[k]);
+  for (int c = 0; c < 3; c++) {
+    double h = 0;
+    int top = 0;
+    for (int k = 0; k < 4; k++) {
+      h -= probs[c][k] * log(probs[c][k]);
+      if (probs[c][k] > probs[c][top]) top = k;
+    }
+    h_copies += w[c] * h, agree += top == best ? w[c] : 0;
+  }
+  CHECK(fabs(extras[MERGE_EXTRA_MUTUAL] - (h_mean - h_copies)) < 1e-6 &&
+            fabs(extras[MERGE_EXTRA_AGREEMENT] - agree) < 1e-6,
+        "weighted extras %g %g, want %g %g", extras[MERGE_EXTRA_MUTUAL],
+        extras[MERGE_EXTRA_AGREEMENT], h_mean - h_copies, agree);
+  /* a weighted vote: copy 0 (class 0) 0.5 against copies 1 and 2 (class 1) 0.5: a tie, to the
+     higher weighted mean */
+  aug_merge(TTP_MERGE_VOTE, &probs[0][0], 3, 4, merged, &r, NULL, w);
+  CHECK(fabs(merged[0] - 0.5) < 1e-7 && fabs(merged[1] - 0.5) < 1e-7 && r.class_index == best,
+        "weighted vote %g %g, class %d", merged[0], merged[1], r.class_index);
+  /* weighted geometric mean: exp of the weighted mean of the logs, normalised */
+  aug_merge(TTP_MERGE_GMEAN, &probs[0][0], 3, 4, merged, &r, NULL, w);
+  total = 0;
+  for (int k = 0; k < 4; k++)
+    total += want[k] = exp(w[0] * log(probs[0][k]) + w[1] * log(probs[1][k]) +
+                           w[2] * log(probs[2][k]));
+  for (int k = 0; k < 4; k++) want[k] /= total;
+  CHECK(test_compare("weighted gmean", merged, want, 4, 1e-7, 1e-6) == 0, "weighted gmean");
+  /* weight 0 leaves a copy out: max over copies 0 and 2 alone; every mode with weights 1, 0, 0
+     is copy 0 alone, bit for bit */
+  const float w02[3] = {0.6f, 0.0f, 0.4f}, only0[3] = {1.0f, 0.0f, 0.0f};
+  aug_merge(TTP_MERGE_MAX, &probs[0][0], 3, 4, merged, &r, NULL, w02);
+  total = 0;
+  for (int k = 0; k < 4; k++) total += want[k] = fmax(probs[0][k], probs[2][k]);
+  for (int k = 0; k < 4; k++) want[k] /= total;
+  CHECK(test_compare("weighted max", merged, want, 4, 1e-7, 1e-6) == 0, "weighted max");
+  for (int mode = 0; mode < 4; mode++) {
+    float alone[4], weighted[4], xa[MERGE_EXTRAS], xw[MERGE_EXTRAS];
+    ttp_result ra, rw;
+    aug_merge((ttp_merge)mode, &probs[0][0], 1, 4, alone, &ra, xa, NULL);
+    aug_merge((ttp_merge)mode, &probs[0][0], 3, 4, weighted, &rw, xw, only0);
+    CHECK(memcmp(alone, weighted, sizeof alone) == 0 && ra.class_index == rw.class_index &&
+              ra.spread == rw.spread && xa[MERGE_EXTRA_MUTUAL] == xw[MERGE_EXTRA_MUTUAL] &&
+              xa[MERGE_EXTRA_AGREEMENT] == xw[MERGE_EXTRA_AGREEMENT],
+          "merge %d: weights 1, 0, 0 differ from copy 0 alone", mode);
+  }
 }
 
 static void test_spec(void) {
