@@ -134,11 +134,19 @@ AUG_FN float merge_surprise(float p) { return p > 0 ? -p * logf(p) : 0.0f; }
    of merge_surprise of each class's mean, in class order); copies_sum, the sum over the copies
    (in order) of each copy's entropy; agree, how many copies' own class is the result's. The
    fused engine computes the parts in parallel (a copy's entropy as a warp's sum) and ends
-   here, as merge_extras does (unweighted: the fused engine refuses weights). */
+   here, as merge_extras does. */
 AUG_FN void merge_extras_from(float of_mean, float copies_sum, int agree, int copies,
                               float* extras) {
   extras[MERGE_EXTRA_MUTUAL] = copies > 1 ? fmaxf(of_mean - copies_sum / copies, 0.0f) : 0.0f;
   extras[MERGE_EXTRA_AGREEMENT] = copies > 1 ? (float)agree / copies : 1.0f;
+}
+
+/* The same with weights: copies_mean, the weighted sum of the copies' entropies; agree_share,
+   the weights of the copies whose class is the result's. */
+AUG_FN void merge_extras_weighted_from(float of_mean, float copies_mean, float agree_share,
+                                       int copies, float* extras) {
+  extras[MERGE_EXTRA_MUTUAL] = copies > 1 ? fmaxf(of_mean - copies_mean, 0.0f) : 0.0f;
+  extras[MERGE_EXTRA_AGREEMENT] = copies > 1 ? agree_share : 1.0f;
 }
 
 /* Class k's share of the entropy of the copies' mean. */
@@ -165,12 +173,10 @@ AUG_FN void merge_extras(const float* probs, int copies, int classes, int best, 
       copies_sum += h, agree += agrees;
     }
   }
-  if (!w) {
+  if (w)
+    merge_extras_weighted_from(of_mean, copies_sum, agree_share, copies, extras);
+  else
     merge_extras_from(of_mean, copies_sum, agree, copies, extras);
-    return;
-  }
-  extras[MERGE_EXTRA_MUTUAL] = copies > 1 ? fmaxf(of_mean - copies_sum, 0.0f) : 0.0f;
-  extras[MERGE_EXTRA_AGREEMENT] = copies > 1 ? agree_share : 1.0f;
 }
 
 /* probs: copies x classes (copies <= MERGE_MAX_COPIES); merged: classes floats, written;

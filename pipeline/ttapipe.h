@@ -243,8 +243,7 @@ typedef struct ttp_tta {
      (all 0, the default: every copy alike). airbench's six views weigh 2, 2, 1, 1, 1, 1. mean and
      gmean weigh each copy's term (gmean: the weighted mean of the log-probabilities), a vote
      counts each copy's weight, max takes the copies of weight above 0; the spread and the
-     uncertainty measures weigh each copy so. The fused engine does not take weights (auto
-     then opens cudnn). */
+     uncertainty measures weigh each copy so. Every engine takes them. */
   float weights[TTP_MAX_COPIES];
 } ttp_tta;
 

@@ -101,11 +101,6 @@ static int shape_of(const model* m, const engine_config* c, fused_shape* s, char
              FUSED_MAX_INPUT, FUSED_MAX_INPUT, m->input.c, m->input.h, m->input.w);
     return 0;
   }
-  if (c->spec.weighted) {
-    snprintf(why, n, "the fused kernels merge the copies alike, not weighted (the cudnn engine "
-             "weighs them)");
-    return 0;
-  }
   if (c->spec.copies > FUSED_MAX_COPIES) {
     snprintf(why, n, "the fused kernels take up to %d copies, not %d", FUSED_MAX_COPIES,
              c->spec.copies);
@@ -202,20 +197,24 @@ static void transpose(float* dst, const float* src, int outs, int ins, int pitch
     for (int i = 0; i < ins; i++) dst[(size_t)i * pitch + o] = src[(size_t)o * ins + i];
 }
 
-/* The weights in the kernels' layouts, copied to the device in one piece. */
+/* The weights in the kernels' layouts, and the copies' weights in the merge where the
+   augmentation weighs them, copied to the device in one piece. */
 static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
   const fused_shape* s = &g->s;
   const model_layer* l[4];
   find_weighted(m, l);
   const int k2p = fused_k2_pad(s), taps = FUSED_CONV * FUSED_CONV;
   const int k1p = fused_k1_pitch(s);
-  const size_t counts[8] = {(size_t)taps * k1p, (size_t)s->k1, (size_t)s->k1 * taps * k2p,
+  const aug_spec* spec = &g->cfg.spec;
+  const size_t counts[9] = {(size_t)taps * k1p, (size_t)s->k1, (size_t)s->k1 * taps * k2p,
                             (size_t)s->k2, l[2]->weight_count, (size_t)s->fc_out,
-                            l[3]->weight_count, (size_t)s->classes};
-  size_t offsets[9] = {0};
-  for (int i = 0; i < 8; i++) offsets[i + 1] = offsets[i] + ((counts[i] + 31) & ~(size_t)31);
-  float* host = calloc(offsets[8], sizeof(float));
-  if (!host) return ERR_NOMEM(e, offsets[8] * sizeof(float));
+                            l[3]->weight_count, (size_t)s->classes,
+                            spec->weighted ? (size_t)spec->copies : 0};
+  size_t offsets[10] = {0};
+  for (int i = 0; i < 9; i++) offsets[i + 1] = offsets[i] + ((counts[i] + 31) & ~(size_t)31);
+  float* host = calloc(offsets[9], sizeof(float));
+  if (!host) return ERR_NOMEM(e, offsets[9] * sizeof(float));
+  if (spec->weighted) memcpy(host + offsets[8], spec->weights, counts[8] * sizeof(float));
   for (int k = 0; k < 4; k++) {
     float* wdst = host + offsets[2 * k];
     /* conv1 as [tap][output channel] (pitch k1p), conv2 as [input channel][tap][output channel]
@@ -235,11 +234,11 @@ static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
      on which the packing below (fp16's fragments, fp32's fc1 blocks) reads these weights (it
      once packed a half-copied buffer: every result of that pipeline off, none wrong enough to
      notice but by their bits). */
-  ttp_status st = gpu_alloc((void**)&g->weights, offsets[8] * sizeof(float),
+  ttp_status st = gpu_alloc((void**)&g->weights, offsets[9] * sizeof(float),
                             "the fused engine's weights", e);
   cudaError_t err = cudaSuccess;
   if (st == TTP_OK)
-    err = cudaMemcpyAsync(g->weights, host, offsets[8] * sizeof(float), cudaMemcpyHostToDevice,
+    err = cudaMemcpyAsync(g->weights, host, offsets[9] * sizeof(float), cudaMemcpyHostToDevice,
                           g->stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(g->stream);
   free(host);
@@ -248,7 +247,7 @@ static ttp_status upload_weights(fused_net* g, const model* m, ttp_err* e) {
   const float* d = g->weights;
   g->w = (fused_weights){d + offsets[0], d + offsets[1], d + offsets[2], d + offsets[3],
                          d + offsets[4], d + offsets[5], d + offsets[6], d + offsets[7],
-                         NULL, NULL, NULL};
+                         NULL, NULL, NULL, spec->weighted ? d + offsets[8] : NULL};
   if (st != TTP_OK || fused_packed_bytes(s) == 0) return st;
   TRY(gpu_alloc(&g->packed, fused_packed_bytes(s), "the fused engine's packed weights", e));
   TRY(fused_pack_weights(s, &g->w, g->packed, g->stream, e));

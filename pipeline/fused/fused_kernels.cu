@@ -814,9 +814,10 @@ constexpr int kLrnMost = 8, kLrnUnits = 10;
 // merged value (parts[2 rows + i]); the image's thread adds them up in merge_extras_from. Done
 // by one thread per image as merge_extras does, they cost a batch of one ~10 us.
 template <int kMode>
-__device__ __forceinline__ void stage3_merge(const fused_shape& s, const float* probs,
-                                             float* merged, float* parts, int images, int image0,
-                                             size_t record_size, unsigned char* __restrict__ records) {
+__device__ __forceinline__ void stage3_merge(const fused_shape& s, const float* __restrict__ mw,
+                                             const float* probs, float* merged, float* parts,
+                                             int images, int image0, size_t record_size,
+                                             unsigned char* __restrict__ records) {
   const ttp_merge merge = static_cast<ttp_merge>(kMode);
   const int t = threadIdx.x, rows = images * s.copies;
   for (int i = t; i < images * s.classes; i += kThreads) {
@@ -824,30 +825,37 @@ __device__ __forceinline__ void stage3_merge(const fused_shape& s, const float* 
     const float* p = probs + image * s.copies * s.classes;
     int winners[MERGE_MAX_COPIES];
     merge_winners(merge, p, s.copies, s.classes, winners);
-    const double norm = merge_norm(merge, p, s.copies, s.classes, winners, nullptr);
-    merged[i] = merge_class(merge, p, s.copies, s.classes, k, winners, norm, nullptr);
+    const double norm = merge_norm(merge, p, s.copies, s.classes, winners, mw);
+    merged[i] = merge_class(merge, p, s.copies, s.classes, k, winners, norm, mw);
     reinterpret_cast<float*>(records + (size_t)(image0 + image) * record_size +
                              sizeof(ttp_result))[k] = merged[i];
     if (s.copies > 1)
-      parts[2 * rows + i] = merge_mean_surprise(p, s.copies, s.classes, k, nullptr);
+      parts[2 * rows + i] = merge_mean_surprise(p, s.copies, s.classes, k, mw);
   }
   __syncthreads();
   FUSED_PHASE(3);
   if (t < images) {
     ttp_result result;
     const float* p = probs + t * s.copies * s.classes;
-    merge_finish(merge, p, s.copies, s.classes, merged + t * s.classes, &result, nullptr);
+    merge_finish(merge, p, s.copies, s.classes, merged + t * s.classes, &result, mw);
     unsigned char* record = records + (size_t)(image0 + t) * record_size;
     *reinterpret_cast<ttp_result*>(record) = result;
-    float of_mean = 0, copies_sum = 0, extras[MERGE_EXTRAS];
+    float of_mean = 0, copies_sum = 0, agree_share = 0, extras[MERGE_EXTRAS];
     int agree = 0;
     for (int k = 0; k < s.classes && s.copies > 1; k++) of_mean += parts[2 * rows + t * s.classes + k];
     for (int c = 0; c < s.copies && s.copies > 1; c++) {
       const int r = t * s.copies + c;
-      copies_sum += parts[2 * r];
-      agree += __float_as_int(parts[2 * r + 1]) == result.class_index;
+      const bool agrees = __float_as_int(parts[2 * r + 1]) == result.class_index;
+      if (mw) {
+        copies_sum += mw[c] * parts[2 * r], agree_share += agrees ? mw[c] : 0.0f;
+      } else {
+        copies_sum += parts[2 * r], agree += agrees;
+      }
     }
-    merge_extras_from(of_mean, copies_sum, agree, s.copies, extras);
+    if (mw)
+      merge_extras_weighted_from(of_mean, copies_sum, agree_share, s.copies, extras);
+    else
+      merge_extras_from(of_mean, copies_sum, agree, s.copies, extras);
     float* to = reinterpret_cast<float*>(record + sizeof(ttp_result)) + s.classes;
     for (int k = 0; k < MERGE_EXTRAS; k++) to[k] = extras[k];
   }
@@ -855,6 +863,7 @@ __device__ __forceinline__ void stage3_merge(const fused_shape& s, const float* 
 }
 
 __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merge,
+                                            const float* __restrict__ mw,
                                             const float* __restrict__ w4,
                                             const float* __restrict__ b4, float* hidden,
                                             float* probs, float* merged, int images, int image0,
@@ -952,19 +961,19 @@ __device__ __forceinline__ void stage3_tail(const fused_shape& s, ttp_merge merg
   FUSED_PHASE(2);
   switch (merge) {  // each mode's code folded (merge_value's default: the mean)
     case TTP_MERGE_VOTE:
-      stage3_merge<TTP_MERGE_VOTE>(s, probs, merged, hidden, images, image0, record_size,
+      stage3_merge<TTP_MERGE_VOTE>(s, mw, probs, merged, hidden, images, image0, record_size,
                                     records);
       break;
     case TTP_MERGE_MAX:
-      stage3_merge<TTP_MERGE_MAX>(s, probs, merged, hidden, images, image0, record_size,
+      stage3_merge<TTP_MERGE_MAX>(s, mw, probs, merged, hidden, images, image0, record_size,
                                     records);
       break;
     case TTP_MERGE_GMEAN:
-      stage3_merge<TTP_MERGE_GMEAN>(s, probs, merged, hidden, images, image0, record_size,
+      stage3_merge<TTP_MERGE_GMEAN>(s, mw, probs, merged, hidden, images, image0, record_size,
                                     records);
       break;
     default:
-      stage3_merge<TTP_MERGE_MEAN>(s, probs, merged, hidden, images, image0, record_size,
+      stage3_merge<TTP_MERGE_MEAN>(s, mw, probs, merged, hidden, images, image0, record_size,
                                     records);
   }
 }
@@ -1321,6 +1330,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 // rows and the probabilities), read by every class from there instead of L2.
 template <bool kSharedW>
 __device__ __forceinline__ void stage3b_block(const fused_shape& s, int per_block, ttp_merge merge,
+                                              const float* __restrict__ mw,
                                               const float* __restrict__ w4,
                                               const float* __restrict__ b4, const float* hidden,
                                               int count, size_t record_size,
@@ -1351,15 +1361,16 @@ __device__ __forceinline__ void stage3b_block(const fused_shape& s, int per_bloc
   copy_wait();
   __syncthreads();
   FUSED_PHASE(1);
-  stage3_tail(s, merge, w, b4, rows_of, probs, merged, images, image0, record_size, records);
+  stage3_tail(s, merge, mw, w, b4, rows_of, probs, merged, images, image0, record_size, records);
 }
 
 __global__ void __launch_bounds__(kThreads)
-    stage3b_kernel(fused_shape s, int per_block, ttp_merge merge, const float* __restrict__ w4,
-                   const float* __restrict__ b4, const float* __restrict__ hidden, int count,
-                   size_t record_size, unsigned char* __restrict__ records) {
+    stage3b_kernel(fused_shape s, int per_block, ttp_merge merge, const float* __restrict__ mw,
+                   const float* __restrict__ w4, const float* __restrict__ b4,
+                   const float* __restrict__ hidden, int count, size_t record_size,
+                   unsigned char* __restrict__ records) {
   extern __shared__ __align__(16) float rows_of[];
-  stage3b_block<false>(s, per_block, merge, w4, b4, hidden, count, record_size, records,
+  stage3b_block<false>(s, per_block, merge, mw, w4, b4, hidden, count, record_size, records,
                        blockIdx.x, rows_of);
 }
 
@@ -1769,9 +1780,9 @@ __device__ __forceinline__ void small_item(const small_args& a, int stage, int i
     }
   } else {
     if (a.w4_shared)
-      stage3b_block<true>(s, 1, a.merge, a.w.w4, a.w.b4, a.hidden, a.count, a.record_size, a.records, i, f, steps);
+      stage3b_block<true>(s, 1, a.merge, a.w.merge_w, a.w.w4, a.w.b4, a.hidden, a.count, a.record_size, a.records, i, f, steps);
     else
-      stage3b_block<false>(s, 1, a.merge, a.w.w4, a.w.b4, a.hidden, a.count, a.record_size, a.records, i, f, steps);
+      stage3b_block<false>(s, 1, a.merge, a.w.merge_w, a.w.w4, a.w.b4, a.hidden, a.count, a.record_size, a.records, i, f, steps);
   }
 }
 
@@ -2166,7 +2177,8 @@ extern "C" ttp_status fused_stage3(const fused_shape* s, ttp_merge merge, const 
   }
   TRY(launched("fused fc1", e));
   stage3b_kernel<<<blocks, kThreads, stage3b_shared(*s, per_block), stream>>>(
-      *s, per_block, merge, w->w4, w->b4, hidden, count, aug_merge_record_size(s->classes),
+      *s, per_block, merge, w->merge_w, w->w4, w->b4, hidden, count,
+      aug_merge_record_size(s->classes),
       static_cast<unsigned char*>(records));
   return launched("fused stage 3", e);
 }

@@ -112,6 +112,9 @@ typedef struct fused_weights {
   /* fp32, where the small batches' kernel takes fc1 whole (else NULL): fc1's weights in blocks
      of 32 outputs, [fc_out / 32][fc_in][32], so that an item's are one contiguous copy. */
   const float* w3b;
+  /* The copies' weights in the merge (device, s->copies floats summing to 1: aug_spec's), or
+     NULL: every copy alike. */
+  const float* merge_w;
 } fused_weights;
 
 /* The bytes of packed weights (fp16: fragments; fp32: fc1's blocks, or 0), and their packing

@@ -26,7 +26,7 @@ __global__ void tail_lab(fused_shape s, const float* w4, const float* b4, unsign
     }
     __syncthreads();
     const long long t0 = clock64();
-    stage3_tail(s, TTP_MERGE_MEAN, w4, b4, hidden, probs, merged, 1, 0, record_size, records);
+    stage3_tail(s, TTP_MERGE_MEAN, nullptr, w4, b4, hidden, probs, merged, 1, 0, record_size, records);
     __syncthreads();
     if (threadIdx.x == 0) out[rep] = clock64() - t0;
   }

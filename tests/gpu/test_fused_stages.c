@@ -9,8 +9,8 @@
    Two models: NVIDIA's mnistCUDNN LeNet (or, without SHARED_DATASETS_DIR, one generated in its
    shape) with N = 5 and the default augmentation, and a made-up one of odd sizes (20x23 input,
    padding 2 and 1, 7 and 9 channels, ReLUs after the convolutions, no LRN, 13 classes) with
-   N = 3, Gaussian noise and the geometric views (mirrors, rotation, zoom, sub-pixel
-   translation, the reflect edge). Each in fp32 (tolerance 1e-5 relative) and fp16 (act1 and act2 in
+   N = 3 weighted in the merge, Gaussian noise and the geometric views (mirrors, rotation, zoom,
+   sub-pixel translation, the reflect edge). Each in fp32 (tolerance 1e-5 relative) and fp16 (act1 and act2 in
    fp16, conv2 and fc1 on the tensor cores: 1e-3 for stage 1's rounding to fp16, 1e-2 from there
    on). fp32 runs stages 2 and 3 twice, with the batch-wide kernels (register-tiled conv2, fc1 a
    GEMM of its own) and with the others, whatever the batch: both against the CPU, and the two
@@ -135,7 +135,8 @@ static void run_model(const char* name, const model* m, const ttp_tta* tta, int 
              classes * sizeof(float));
     }
     aug_merge(c.merge, probs + (size_t)i * copies * classes, copies, classes,
-              want3 + (size_t)i * classes, &want_r[i], want_x + (size_t)i * MERGE_EXTRAS, NULL);
+              want3 + (size_t)i * classes, &want_r[i], want_x + (size_t)i * MERGE_EXTRAS,
+              aug_spec_weights(&c.spec));
   }
 
   test_poison(got1, rows * n1);
@@ -341,6 +342,7 @@ int main(int argc, char** argv) {
   tta.noise_kind = TTP_NOISE_GAUSSIAN;
   tta.flip_h = 0.5f, tta.rotate = 15, tta.scale_min = 0.9f, tta.scale_max = 1.1f;
   tta.translate = 0.5f, tta.edge = TTP_EDGE_REFLECT; /* the geometric views in stage 1 */
+  tta.weights[0] = 2.0f, tta.weights[1] = 0.5f, tta.weights[2] = 1.0f; /* a weighted merge */
   for (int half = 0; half < 2; half++) {
     const ttp_precision precision = half ? TTP_PRECISION_FP16 : TTP_PRECISION_FP32;
     run_model("an odd-sized model", odd, &tta, 29, precision, &rng);

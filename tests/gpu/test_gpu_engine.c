@@ -298,27 +298,11 @@ int main(int argc, char** argv) {
     release(a);
     release(b);
   }
-  /* Weighted copies: the cudnn engine's merge kernel against the CPU's, in every mode; the fused
-     engine refuses them with the reason. */
+  /* Weighted copies (one of weight 0): the engine's merge against the CPU's, in every mode. */
   for (int m = -1; m < 3; m++) {
     run_spec c = cpu, g = fp32;
     c.weighted = g.weighted = 1;
     c.merge = g.merge = m < 0 ? TTP_MERGE_MEAN : modes[m];
-    if (engine == TTP_ENGINE_FUSED) {
-      ttp_tta tta;
-      ttp_tta_init(&tta);
-      tta.copies = 5;
-      for (int k = 0; k < 5; k++) tta.weights[k] = copy_weights[k];
-      ttp_options o;
-      ttp_options_init(&o);
-      o.model_dir = model_dir, o.engine = engine, o.tta = &tta;
-      ttp_pipeline* p = NULL;
-      CHECK(ttp_open(&o, &p) != TTP_OK && strstr(ttp_last_error(p), "weighted"),
-            "the fused engine took weighted copies: %s", ttp_last_error(p));
-      ttp_close(p);
-      printf("%-58s refused\n", "weighted copies:");
-      break;
-    }
     outputs a = classify(c, n, 0), b = classify(g, n, 0), u = classify(cpu, n, 0);
     char what[96];
     snprintf(what, sizeof what, "fp32, weighted, merge %s, vs the CPU",
