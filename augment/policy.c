@@ -50,7 +50,7 @@ static int choice(const char* s, const char* const* names, int n) {
 
 /* One view's words (`flip_h rotate 10 ...`, in place) into v; 0, or -1 with the reason. */
 static int parse_view(char* text, ttp_view* v, char* why, size_t size) {
-  *v = (ttp_view){0, 0, 0.0f, 1.0f, 0.0f, 0.0f};
+  *v = (ttp_view){0, 0, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0, 0};
   int words = 0;
   char* at = NULL;
   const char* blank = " \t\r\n";
@@ -77,9 +77,19 @@ static int parse_view(char* text, ttp_view* v, char* why, size_t size) {
         return snprintf(why, size, "shift: two numbers after it, DX DY, each -%d..%d",
                         AUG_MAX_SHIFT, AUG_MAX_SHIFT), -1;
       v->dx = (float)a, v->dy = (float)b;
+    } else if (strcmp(w, "crop") == 0) {
+      static const char* const places[] = {"tl", "tr", "bl", "br", "c"};
+      static const int across[] = {-1, 1, -1, 1, 0}, down[] = {-1, -1, 1, 1, 0};
+      const char* where = strtok_r(NULL, blank, &at);
+      const char* n = where ? strtok_r(NULL, blank, &at) : NULL;
+      const int i = where ? choice(where, places, 5) : -1;
+      if (i < 0 || !n || !number(n, &a) || a < 0.25 || a > 1)
+        return snprintf(why, size, "crop: where (tl, tr, bl, br or c) and the part of each side "
+                        "kept, 0.25..1, after it"), -1;
+      v->crop = (float)a, v->crop_x = across[i], v->crop_y = down[i];
     } else {
-      return snprintf(why, size, "unknown view word '%.40s' (none, flip_h, flip_v, rotate DEG, "
-                      "scale K, shift DX DY)", w), -1;
+      return snprintf(why, size, "unknown view word '%.24s' (none, flip_h, flip_v, rotate DEG, "
+                      "scale K, shift DX DY, crop POS F)", w), -1;
     }
   }
   return words ? 0 : (snprintf(why, size, "an empty view (write none)"), -1);
@@ -348,6 +358,14 @@ ttp_status ttp_write_tta_policy(const char* path, const ttp_tta* t, const char* 
       if (v->dx != 0 || v->dy != 0)
         n += snprintf(words + n, sizeof words - n, " shift %s %s", shortest(v->dx, x),
                       shortest(v->dy, y));
+      if (v->crop != 0) {
+        static const char* const places[3][3] = {{"tl", "", "tr"}, {"", "c", ""},
+                                                 {"bl", "", "br"}};
+        const int across = v->crop_x < 0 ? 0 : v->crop_x > 0 ? 2 : 1;
+        const int down = v->crop_y < 0 ? 0 : v->crop_y > 0 ? 2 : 1;
+        n += snprintf(words + n, sizeof words - n, " crop %s %s", places[down][across],
+                      shortest(v->crop, k));
+      }
       fprintf(f, "%s%s%s", i ? ";" : "views =", n ? words : " none",
               i == t->view_count - 1 ? "\n" : "");
     }

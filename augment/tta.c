@@ -55,6 +55,12 @@ static ttp_status check_views(const ttp_tta* t, ttp_err* e) {
       return ERR(e, TTP_ERR_INVALID_ARGUMENT,
                  "TTA view %d: mirrors 0 or 1, rotation -180..180 degrees, scale 0.25..4, shift "
                  "-%d..%d pixels", i, AUG_MAX_SHIFT, AUG_MAX_SHIFT);
+    if (v->crop != 0 && (!in_range(v->crop, 0.25, 1) || !in_range(v->crop_x, -1, 1) ||
+                         !in_range(v->crop_y, -1, 1) || (v->crop_x == 0) != (v->crop_y == 0) ||
+                         v->rotate != 0 || v->scale != 1))
+      return ERR(e, TTP_ERR_INVALID_ARGUMENT,
+                 "TTA view %d: a crop keeps 0.25..1 of each side at a corner (crop_x, crop_y each "
+                 "-1 or 1) or the centre (both 0), and takes no rotation or scale", i);
   }
   return TTP_OK;
 }
@@ -153,9 +159,14 @@ ttp_status aug_spec_from(const ttp_tta* given, aug_spec* out, ttp_merge* merge,
   for (int i = 0; i < t->view_count; i++) {
     const ttp_view* v = &t->views[i];
     aug_view* a = &out->views[i];
-    aug_inverse_map(v->flip_h ? -1.0f : 1.0f, v->flip_v ? -1.0f : 1.0f, v->rotate / 360.0f,
-                    v->scale, &a->m00, &a->m01, &a->m10, &a->m11);
+    const float mirror_x = v->flip_h ? -1.0f : 1.0f, mirror_y = v->flip_v ? -1.0f : 1.0f;
+    /* a crop: the zoom 1 / F, its anchor at the side (ttapipe.h) */
+    const float scale = v->crop != 0 ? 1.0f / v->crop : v->scale;
+    aug_inverse_map(mirror_x, mirror_y, v->rotate / 360.0f, scale, &a->m00, &a->m01, &a->m10,
+                    &a->m11);
     a->tx = v->dx, a->ty = v->dy;
+    const double kept = v->crop != 0 ? (1.0 - v->crop) / v->crop : 0.0;
+    a->ex = (float)(-mirror_x * v->crop_x * kept), a->ey = (float)(-mirror_y * v->crop_y * kept);
   }
   if (t->view_count > 0) out->geometric = 1;
   *merge = t->merge;

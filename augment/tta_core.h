@@ -33,6 +33,7 @@ enum { AUG_MAX_VIEWS = 16, AUG_MAX_COPIES = 64 };
 /* One view of a list: its inverse map (aug_params' m00 .. ty). */
 typedef struct aug_view {
   float m00, m01, m10, m11, tx, ty;
+  float ex, ey; /* a crop's anchor: tx + ex (cols / 2), ty + ey (rows / 2); else 0 */
 } aug_view;
 
 /* The augmentation of one pipeline, validated (aug_spec_from in tta.h). Plain data: it is passed
@@ -88,6 +89,7 @@ typedef struct aug_params {
      v' = v - ty. */
   int geometric;
   float m00, m01, m10, m11, tx, ty;
+  float ex, ey; /* a listed crop's anchor (aug_view); else 0 */
 } aug_params;
 
 enum { AUG_PURPOSE_PARAMS = 1, AUG_PURPOSE_NOISE = 2 };
@@ -211,7 +213,7 @@ AUG_FN void aug_inverse_map(float mirror_x, float mirror_y, float turn, float sc
 }
 
 AUG_FN aug_params aug_copy_params(const aug_spec* s, uint64_t key, uint32_t copy) {
-  aug_params p = {0, 0, 1.0f, 0.0f, 1, 0, 1.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f};
+  aug_params p = {0, 0, 1.0f, 0.0f, 1, 0, 1.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   if (copy == 0 && s->keep_original) return p; /* the identity */
   aug_u32x4 r = aug_random(s, key, copy, AUG_PURPOSE_PARAMS, 0);
   p.dx = aug_shift_of(r.v[0], s->shift);
@@ -224,6 +226,7 @@ AUG_FN aug_params aug_copy_params(const aug_spec* s, uint64_t key, uint32_t copy
   if (s->view_count > 0) { /* the list's view c (copies = views: aug_spec_from) */
     const aug_view* v = &s->views[copy < (uint32_t)s->view_count ? copy : 0];
     p.m00 = v->m00, p.m01 = v->m01, p.m10 = v->m10, p.m11 = v->m11, p.tx = v->tx, p.ty = v->ty;
+    p.ex = v->ex, p.ey = v->ey;
     p.dx = 0, p.dy = 0;
     return p;
   }
@@ -305,8 +308,9 @@ AUG_FN void aug_source_taps(const aug_spec* s, const aug_params* p, int y, int x
                             int cols, int taps[4], float* wx, float* wy) {
   const float cx = (float)(cols - 1) * 0.5f, cy = (float)(rows - 1) * 0.5f;
   float u = (float)x - cx, v = (float)y - cy;
-  u = u - p->tx;
-  v = v - p->ty;
+  const float tx = p->tx + p->ex * ((float)cols * 0.5f), ty = p->ty + p->ey * ((float)rows * 0.5f);
+  u = u - tx;
+  v = v - ty;
   float sx = p->m00 * u;
   sx = sx + p->m01 * v;
   sx = sx + cx;

@@ -154,7 +154,10 @@ size_t ttp_printable(const char* text, char* out, size_t out_size);
  * edge pixel without repeating it (TTP_EDGE_REFLECT: -1 reads 1). The content turns clockwise
  * for a positive angle, grows for k > 1, and moves right and down by (tx, ty); mirrors flip it
  * about the centre. A view with no rotation, scale 1 and whole-pixel translation reads single
- * pixels, exactly.
+ * pixels, exactly. A crop (a listed view's crop F at (crop_x, crop_y)) is the zoom k = 1 / F
+ * (computed as a float division) with its anchor at the image's side: tx = dx + ex (cols / 2),
+ * ty = dy + ey (rows / 2), ex = -mirror_x crop_x (1 - F) / F and ey likewise, each worked out in
+ * double and rounded to float once, the products and sums in float in this order.
  *
  * With keep_original (the default) copy 0 is the image itself: I / 255 (then scaled), unchanged
  * and without noise. Every random number comes from Philox4x32-10 keyed by the seed, with a counter made of
@@ -191,11 +194,16 @@ typedef enum ttp_edge {
 
 /* One view of a list (ttp_tta.views): the image mirrored (flip_h left-right, flip_v upside
    down: 0 or 1), turned by rotate degrees (-180..180, clockwise for a positive angle), zoomed by
-   scale (0.25..4) and moved right by dx and down by dy pixels (-16..16, fractions allowed), read
-   back as the geometric views above with fixed values in place of drawn ones. */
+   scale (0.25..4) or cropped, and moved right by dx and down by dy pixels (-16..16, fractions
+   allowed), read back as the geometric views above with fixed values in place of drawn ones. */
 typedef struct ttp_view {
   int flip_h, flip_v;
   float rotate, scale, dx, dy;
+  /* A crop: the part of F (0.25..1) of each side at (crop_x, crop_y) (-1 left or top, 0 the
+     centre, 1 right or bottom) enlarged to the whole image, then mirrored and moved as above;
+     0 (the default): none. Not with rotate or scale. */
+  float crop;
+  int crop_x, crop_y;
 } ttp_view;
 
 enum { TTP_MAX_VIEWS = 16, TTP_MAX_COPIES = 64 };
@@ -249,7 +257,9 @@ typedef struct ttp_tta {
 
 /* Parses a list of views into t (views, view_count, and copies = their number): views separated
    by ';', each one or more of `none`, `flip_h`, `flip_v`, `rotate DEG`, `scale K`,
-   `shift DX DY`, separated by spaces. Returns TTP_OK, or TTP_ERR_INVALID_ARGUMENT with the
+   `shift DX DY`, `crop POS F` (POS tl, tr, bl, br or c: a corner or the centre; ttach's five
+   crops are "crop tl 0.875; crop tr 0.875; crop bl 0.875; crop br 0.875; crop c 0.875"),
+   separated by spaces. Returns TTP_OK, or TTP_ERR_INVALID_ARGUMENT with the
    reason in error (t unchanged). */
 ttp_status ttp_tta_set_views(ttp_tta* t, const char* text, char* error, size_t error_size);
 

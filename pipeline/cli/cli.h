@@ -52,8 +52,8 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FATAL = 1, CLI_EXIT_SOME_FAILED = 3 };
       {"tta-edge", "MODE", "zero|replicate|reflect: what a moved copy takes in at its edges "   \
                            "(default zero)"},                                                  \
       {"tta-views", "LIST", "a list of views instead of drawn ones, as 'none; flip_h; shift 1 0' " \
-                            "(words: none flip_h flip_v rotate DEG scale K shift DX DY); sets " \
-                            "--tta to their number"},                                            \
+                            "(words: none flip_h flip_v rotate DEG scale K shift DX DY crop "   \
+                            "POS F); sets --tta to their number"},                               \
       {"no-tta-original", NULL, "augment copy 0 too (by default it is the image as it is)"},  \
       {"no-tta-clamp", NULL, "leave augmented pixels unclamped (by default clamped to [0,1])"}, \
       {"seed", "S", "seed of the augmentation, 0..2^64-1 (default 0)"},                       \

@@ -3,7 +3,7 @@
    in a CUDA Graph and replayed on new batches copied into the same input buffer. Odd batch
    sizes, an image size that is not a multiple of four, uniform and Gaussian noise, with and
    without the original kept and the clamp, the geometric views with each edge mode, and a list
-   of views. Skipped (77) without a GPU. */
+   of views, crops among them. Skipped (77) without a GPU. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <string.h>
@@ -149,7 +149,7 @@ int main(void) {
     return TEST_SKIP;
   }
   test_rng rng = {777};
-  enum { CASES = 10 };
+  enum { CASES = 11 };
   tta_case cases[CASES] = {{0}};
   for (int i = 0; i < CASES; i++) ttp_tta_init(&cases[i].tta), cases[i].channels = 1;
   cases[0].rows = 28, cases[0].cols = 28, cases[0].count = 37, cases[0].tta.copies = 7;
@@ -188,6 +188,12 @@ int main(void) {
                           "flip_h shift -1 0; rotate 13.5 scale 1.1; flip_v rotate -90 shift 0.5 "
                           "0.25; scale 0.7 shift -2 3", error, sizeof error) == TTP_OK,
         "%s", error);
+  /* ttach's five crops and two mirrored ones, 3 channels of an odd size */
+  cases[10].channels = 3, cases[10].rows = 15, cases[10].cols = 22, cases[10].count = 9;
+  cases[10].scaled = 1, cases[10].tta.keep_original = 0;
+  CHECK(ttp_tta_set_views(&cases[10].tta, "crop tl 0.875; crop tr 0.875; crop bl 0.875; crop br "
+                          "0.875; crop c 0.875; flip_h crop tl 0.6; flip_v crop br 0.7 shift 1 -2",
+                          error, sizeof error) == TTP_OK, "%s", error);
   size_t bad = 0;
   for (int i = 0; i < CASES; i++) bad += run_case(&cases[i], &rng);
   CHECK(bad == 0, "%zu values differ between the GPU and the CPU reference", bad);

@@ -106,6 +106,13 @@ int main(void) {
         view->scale = test_int(&rng, 0, 2) ? (float)test_uniform(&rng, 0.25, 4) : 1.0f;
         view->dx = test_int(&rng, 0, 1) ? (float)test_uniform(&rng, -16, 16) : 0.0f;
         view->dy = test_int(&rng, 0, 1) ? (float)test_uniform(&rng, -16, 16) : 0.0f;
+        if (test_int(&rng, 0, 3) == 0) { /* a crop: at a corner or the centre, no turn or zoom */
+          const int place = test_int(&rng, 0, 4);
+          view->crop = (float)test_uniform(&rng, 0.25, 1);
+          view->crop_x = place == 4 ? 0 : place % 2 ? 1 : -1;
+          view->crop_y = place == 4 ? 0 : place / 2 ? 1 : -1;
+          view->rotate = 0, view->scale = 1;
+        }
       }
     }
     if (k % 3 == 2) /* weights, in the last third (0 allowed, not all) */

@@ -339,6 +339,71 @@ static void test_lists(test_rng* rng) {
         "an older structure took a list");
 }
 
+/* The bilinear value at source point (sx, sy) of a plane, zero outside. */
+static double bilinear_at(const uint8_t* plane, int rows, int cols, double sx, double sy) {
+  const double fx = floor(sx), fy = floor(sy), wx = sx - fx, wy = sy - fy;
+  double tap[4];
+  for (int j = 0; j < 4; j++) {
+    const int r = (int)fy + j / 2, c = (int)fx + j % 2;
+    tap[j] = r < 0 || r >= rows || c < 0 || c >= cols ? 0 : plane[r * cols + c] / 255.0;
+  }
+  return (1 - wy) * ((1 - wx) * tap[0] + wx * tap[1]) + wy * ((1 - wx) * tap[2] + wx * tap[3]);
+}
+
+/* Crops, worked out from what a crop is rather than from ttapipe.h's formula: the part F of
+   each side at a corner or the centre, its pixel centres spread over the whole output. Output
+   pixel x (0..cols-1) of a crop starting at column x0 = cols (1 - F) (right), 0 (left) or half
+   that (centre) reads column x0 + (x + 0.5) F - 0.5; mirrored, column x0 + (cols - x - 0.5) F
+   - 0.5; rows likewise. Odd sizes, one and three channels, with a shift after the crop. */
+static void test_crops(test_rng* rng) {
+  char error[256];
+  const int sizes[][3] = {{1, 13, 10}, {3, 9, 16}};
+  for (int z = 0; z < 2; z++) {
+    const int ch = sizes[z][0], rows = sizes[z][1], cols = sizes[z][2], plane = rows * cols;
+    uint8_t image[3 * 16 * 16];
+    float copy[3 * 16 * 16];
+    random_image(rng, image, (size_t)ch * plane);
+    const uint64_t key = aug_image_key(image, (size_t)ch * plane);
+    ttp_tta t = plain(1);
+    t.keep_original = 0;
+    CHECK(ttp_tta_set_views(&t, "crop tl 0.875; crop tr 0.875; crop bl 0.6; crop br 0.75; "
+                                "crop c 0.5; flip_h crop tl 0.8; flip_v crop br 0.7 shift 1 -2",
+                            error, sizeof error) == TTP_OK, "%s", error);
+    CHECK(t.views[2].crop == 0.6f && t.views[2].crop_x == -1 && t.views[2].crop_y == 1 &&
+              t.views[4].crop_x == 0 && t.views[4].crop_y == 0, "crops read wrong");
+    const aug_spec s = spec_of(&t);
+    static const double part[7] = {0.875, 0.875, 0.6, 0.75, 0.5, 0.8, 0.7};
+    static const int across[7] = {-1, 1, -1, 1, 0, -1, 1}, down[7] = {-1, -1, 1, 1, 0, -1, 1};
+    static const int mx[7] = {0, 0, 0, 0, 0, 1, 0}, my[7] = {0, 0, 0, 0, 0, 0, 1};
+    static const double shx[7] = {0, 0, 0, 0, 0, 0, 1}, shy[7] = {0, 0, 0, 0, 0, 0, -2};
+    double worst = 0;
+    for (int c = 0; c < 7; c++) {
+      aug_make_copy(&s, key, c, image, ch, rows, cols, copy);
+      const double f = part[c];
+      const double x0 = cols * (1 - f) * (across[c] + 1) / 2, y0 = rows * (1 - f) * (down[c] + 1) / 2;
+      for (int i = 0; i < ch * plane; i++) {
+        const int y = i % plane / cols, x = i % cols, base = i / plane * plane;
+        const double ox = x - shx[c], oy = y - shy[c]; /* the shift moves the cropped view */
+        const double sx = x0 + (mx[c] ? cols - ox - 0.5 : ox + 0.5) * f - 0.5;
+        const double sy = y0 + (my[c] ? rows - oy - 0.5 : oy + 0.5) * f - 0.5;
+        const double want = bilinear_at(image + base, rows, cols, sx, sy);
+        const double d = fabs(copy[i] - want);
+        worst = d > worst ? d : worst;
+        CHECK(d <= 2e-5, "%dx%dx%d, crop view %d, value %d: %.9g, the crop's %.9g", ch, rows,
+              cols, c, i, copy[i], want);
+      }
+    }
+    printf("crops (%dx%dx%d) against the crop itself: worst %.3g\n", ch, rows, cols, worst);
+  }
+  ttp_tta t = plain(1);
+  CHECK(ttp_tta_set_views(&t, "crop tl", error, sizeof error) != TTP_OK && strstr(error, "crop:"),
+        "a crop without its part: %s", error);
+  CHECK(ttp_tta_set_views(&t, "crop xy 0.5", error, sizeof error) != TTP_OK, "crop xy");
+  CHECK(ttp_tta_set_views(&t, "crop c 0.2", error, sizeof error) != TTP_OK, "crop 0.2");
+  CHECK(ttp_tta_set_views(&t, "crop c 0.5 rotate 10", error, sizeof error) == TTP_OK, "%s", error);
+  expect_refused(t, "takes no rotation or scale");
+}
+
 static void test_settings(void) {
   ttp_tta d, t;
   ttp_tta_init(&d);
@@ -367,6 +432,7 @@ int main(void) {
   test_definition(&rng);
   test_draws();
   test_lists(&rng);
+  test_crops(&rng);
   test_settings();
   printf("tta views: edge modes, exact mirrors, whole pixels, the definition, draws, lists and "
          "settings check out\n");
