@@ -318,7 +318,8 @@ static ttp_status check_call(ttp_pipeline* p, size_t count, const void* paths,
   if (stats && stats->struct_size < BULK_STATS_FIRST)
     return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "ttp_bulk_stats.struct_size is %zu, not %zu",
                stats->struct_size, sizeof(ttp_bulk_stats));
-  return pipeline_idle(p);
+  /* an engine still opening has no batch in flight (and its thread writes the stream) */
+  return pipeline_opening(p) ? TTP_OK : pipeline_idle(p);
 }
 
 /* While the engine opens on its thread (open_behind): host buffers for the first chunks, as
@@ -406,8 +407,9 @@ static ttp_status classify(ttp_pipeline* p, const char* const* paths, size_t cou
   io_pool_close(r.pool, seconds);
   for (size_t k = 0; k < r.early_count; k++) free(r.early[k]); /* after a failure */
   free(r.early);
-  /* after success: only slots acquired for chunks that never came */
-  if (p->engine) stream_abandon(&p->stream);
+  /* after success: only slots acquired for chunks that never came; none while the engine is
+     still opening (a failure before the wait for it), whose stream its thread may be writing */
+  if (!pipeline_opening(p) && p->engine) stream_abandon(&p->stream);
   r.st.read_seconds = seconds[0];
   r.st.decode_seconds = seconds[1];
   r.st.preprocess_seconds = seconds[2];

@@ -258,8 +258,8 @@ typedef struct ttp_tta {
 /* Parses a list of views into t (views, view_count, and copies = their number): views separated
    by ';', each one or more of `none`, `flip_h`, `flip_v`, `rotate DEG`, `scale K`,
    `shift DX DY`, `crop POS F` (POS tl, tr, bl, br or c: a corner or the centre; ttach's five
-   crops are "crop tl 0.875; crop tr 0.875; crop bl 0.875; crop br 0.875; crop c 0.875"),
-   separated by spaces. Returns TTP_OK, or TTP_ERR_INVALID_ARGUMENT with the
+   crops are "crop tl 0.875; crop tr 0.875; crop bl 0.875; crop br 0.875; crop c 0.875" with
+   keep_original = 0, else copy 0 is the image as it is), separated by spaces. Returns TTP_OK, or TTP_ERR_INVALID_ARGUMENT with the
    reason in error (t unchanged). */
 ttp_status ttp_tta_set_views(ttp_tta* t, const char* text, char* error, size_t error_size);
 

@@ -517,8 +517,12 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
   ttp_options library;
   ttp_options_init(&library); /* its default batch: what a small job is smaller than */
   const int small = known > 0 && known < (size_t)library.max_batch;
-  /* A GPU engine (or auto) opens behind ttp_open: the walk and the decoding of the first files
-     go on while CUDA starts (ttp_options.open_behind). */
+  /* A GPU engine (or auto where the NVIDIA driver is there) opens behind ttp_open: the walk and
+     the decoding of the first files go on while CUDA starts (ttp_options.open_behind). auto on
+     a machine without the driver opens a CPU engine at once, whose batches keep their size. */
+  const char* engine = cli_get(a, "engine");
+  const int behind = !on_host && ((engine && strcmp(engine, "auto") != 0) ||
+                                  access("/dev/nvidiactl", F_OK) == 0);
   const double opening = cli_now();
   if (rc == CLI_EXIT_OK)
     rc = cli_open_pipeline(a,
@@ -530,10 +534,10 @@ static int classify_job(const cli_args* a, const cli_job* job, progress* pr, int
                                /* a directory's files are not counted before it opens: the
                                   graphs of the buckets its batches use, on their first batch */
                                .lazy_graphs = 1,
-                               .behind = !on_host},
+                               .behind = behind},
                            &p, &tta);
   pthread_mutex_lock(&pr->lock);
-  pr->p = p, pr->behind = !on_host;
+  pr->p = p, pr->behind = behind;
   if (!pr->behind) pr->phase = WITH_FILES; /* else at the first row */
   pthread_mutex_unlock(&pr->lock);
   if (rc == CLI_EXIT_OK && topk > ttp_model(p)->classes)

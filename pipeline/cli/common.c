@@ -36,6 +36,7 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
   if (policy && ttp_read_tta_policy(policy, t, error, sizeof error) != TTP_OK)
     return cli_fail("%s", error);
   long copies = t->copies, shift = t->shift;
+  const int weighed = t->copies; /* the copies a policy's weights are for */
   int kind = t->noise_kind == TTP_NOISE_GAUSSIAN, merge = (int)t->merge, edge = (int)t->edge, rc;
   if ((rc = cli_get_long(a, "tta", 1, 64, &copies)) || (rc = cli_get_long(a, "tta-shift", 0, 16, &shift)) ||
       (rc = cli_get_float_pair(a, "tta-contrast", &t->contrast_min, &t->contrast_max)) ||
@@ -62,14 +63,23 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
                              t->copies);
     copies = t->copies;
   }
-  int weights = 0;
+  int weights = 0, policy_weights = 0;
+  for (int c = 0; c < TTP_MAX_COPIES; c++) policy_weights += t->weights[c] != 0;
   if ((rc = cli_get_floats(a, "tta-weights", t->weights, TTP_MAX_COPIES, &weights))) return rc;
   if (weights) { /* sets the copies, as a list of views does */
+    int some = 0;
+    for (int c = 0; c < weights; c++) some |= t->weights[c] != 0;
+    if (!some) return cli_usage_error(a->command, "--tta-weights: not all 0 (equal ones: leave "
+                                      "it out)");
     if ((cli_get(a, "tta") || views) && weights != copies)
       return cli_usage_error(a->command, "--tta-weights lists %d weights, but there are %ld "
                              "copies", weights, copies);
     for (int c = weights; c < TTP_MAX_COPIES; c++) t->weights[c] = 0;
     copies = weights;
+  } else if (policy_weights && copies != weighed) {
+    /* a policy's weights are a copy each: other copies need weights of their own */
+    return cli_usage_error(a->command, "%ld copies, but the policy weighs %d: give "
+                           "--tta-weights too", copies, weighed);
   }
   t->copies = (int)copies;
   t->shift = (int)shift;
