@@ -129,10 +129,11 @@ static ttp_status keep_block(report_block** slot, size_t n, size_t classes, ttp_
     free(c), free(errors);
     return ERR_NOMEM(e, bytes);
   }
-  ttp_result* results = (ttp_result*)(c + 1);
+  /* the paths first: pointers need their alignment, which an odd count of results would lose */
+  const char** paths = (const char**)(c + 1);
+  ttp_result* results = (ttp_result*)(paths + n);
   float* merged = (float*)(results + n);
   float* extras = merged + n * classes;
-  const char** paths = (const char**)(extras + n * MERGE_EXTRAS);
   memcpy(results, b->results, n * sizeof *results);
   memcpy(merged, b->merged, n * classes * sizeof *merged);
   memcpy(extras, b->extras, n * MERGE_EXTRAS * sizeof *extras);

@@ -57,17 +57,31 @@ static const sweep sweeps[] = {
     {"noise", 4, {{0}, {0.02}, {0.04}, {0.08}}},
     {"noise_kind", 2, {{0}, {1}}},
     {"merge", 4, {{0}, {1}, {2}, {3}}},
+    /* the geometric views: a mirror suits clothes and natural images, small turns and zooms
+       digits; the edge what a moved copy takes in */
+    {"flip_h", 2, {{0}, {0.5}}},
+    {"rotate", 4, {{0}, {5}, {10}, {15}}},
+    {"scale", 3, {{1, 1}, {0.95, 1.05}, {0.9, 1.1}}},
+    {"translate", 3, {{0}, {0.5}, {1}}},
+    {"edge", 3, {{0}, {1}, {2}}},
 };
 
 static void set(ttp_tta* t, const sweep* s, int k) {
   const double* v = s->v[k];
-  if (s == &sweeps[0]) t->copies = (int)v[0];
-  else if (s == &sweeps[1]) t->shift = (int)v[0];
-  else if (s == &sweeps[2]) t->contrast_min = (float)v[0], t->contrast_max = (float)v[1];
-  else if (s == &sweeps[3]) t->brightness_min = (float)v[0], t->brightness_max = (float)v[1];
-  else if (s == &sweeps[4]) t->noise = (float)v[0];
-  else if (s == &sweeps[5]) t->noise_kind = v[0] ? TTP_NOISE_GAUSSIAN : TTP_NOISE_UNIFORM;
-  else t->merge = (ttp_merge)(int)v[0];
+  switch (s - sweeps) {
+    case 0: t->copies = (int)v[0]; break;
+    case 1: t->shift = (int)v[0]; break;
+    case 2: t->contrast_min = (float)v[0], t->contrast_max = (float)v[1]; break;
+    case 3: t->brightness_min = (float)v[0], t->brightness_max = (float)v[1]; break;
+    case 4: t->noise = (float)v[0]; break;
+    case 5: t->noise_kind = v[0] ? TTP_NOISE_GAUSSIAN : TTP_NOISE_UNIFORM; break;
+    case 6: t->merge = (ttp_merge)(int)v[0]; break;
+    case 7: t->flip_h = (float)v[0]; break;
+    case 8: t->rotate = (float)v[0]; break;
+    case 9: t->scale_min = (float)v[0], t->scale_max = (float)v[1]; break;
+    case 10: t->translate = (float)v[0]; break;
+    default: t->edge = (ttp_edge)(int)v[0];
+  }
 }
 
 /* One copy: the other fields change nothing; written as the defaults so that equal policies
@@ -383,7 +397,9 @@ const cli_command cli_tune = {
                "chosen one on the held-out rest.",
     .details = "The search tries the plain model and the options' policy (--tta 5 by default),\n"
                "then each parameter's values in turn (copies, shift, contrast, brightness, noise\n"
-               "and its kind, merge), keeping what the objective prefers, within --candidates\n"
+               "and its kind, merge, then the views: mirror, rotation, zoom, translation, edge),\n"
+               "keeping what the objective prefers (NLL at a temperature fitted to each policy,\n"
+               "unless --no-temperature), within --candidates\n"
                "and --seconds. The chosen policy is written for --tta-policy. Deterministic for\n"
                "a --split-seed (and the augmentation's --seed). The labelled set is read as\n"
                "eval reads it (ttapipe eval --help): IDX, or a directory of NNNNN_label<L>.png\n"
