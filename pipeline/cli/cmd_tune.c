@@ -370,7 +370,17 @@ static int run_tune(const cli_args* a) {
         metrics_json(f, &held[k], "      ");
         fprintf(f, "\n    }");
       }
-      fprintf(f, "\n  }\n}\n");
+      /* the search's trace: each policy tried, in order, with its score on the tuning split
+         (cli_describe_tta's words hold no quote or backslash) */
+      fprintf(f, "\n  },\n  \"tried\": [");
+      for (int i = 0; i < u->count; i++) {
+        char described[1024];
+        cli_describe_tta(&u->tried[i], described, sizeof described);
+        fprintf(f, "%s\n    {\"policy\": \"%s\", \"accuracy\": %.9f, \"nll\": %.9f, "
+                   "\"temperature\": %.9g}", i ? "," : "", described, u->scores[i].accuracy,
+                u->scores[i].nll, u->temperatures[i]);
+      }
+      fprintf(f, "\n  ]\n}\n");
       if (fclose(f) != 0) rc = cli_fail("%s: writing failed", json);
     }
   }

@@ -6,6 +6,8 @@
 #     computation on `classify --probs --tta-policy` of the held-out images as PNG files;
 #   - the search is deterministic: a second run writes the same policy and splits; another
 #     --split-seed gives another split;
+#   - (full size) with 40 candidates the search reaches the views: --json's trace of the
+#     policies tried holds a rotation and the reflect edge;
 # Skipped (77) without the dataset.
 # small (the sanitized build): 100 + 100 images, 3 candidates.
 # Usage: tune.sh TTAPIPE TTP_EXPORT MODEL_DIR DATASETS_DIR PYTHON [full|small]
@@ -47,5 +49,19 @@ cmp -s "$work/a.policy" "$work/b.policy" || fail "a second run chose another pol
 cmp -s "$work/a.splits" "$work/b.splits" || fail "a second run split otherwise"
 tune -o "$work/c.policy" --splits "$work/c.splits" --split-seed 2 --candidates 2 >/dev/null || fail "seed 2"
 cmp -s "$work/a.splits" "$work/c.splits" && fail "--split-seed 2 gave the same split"
+if [ "$size" = full ]; then
+  "$ttapipe" tune --model "$model" --engine "$engine" --threads 2 --images "$images" \
+    --labels "$labels" --offset 9000 --limit 200 --candidates 40 --objective nll --quiet \
+    -o "$work/v.policy" --json "$work/v.json" >/dev/null || fail "tune, 40 candidates"
+  "$python" - "$work/v.json" <<'PY' || fail "the views were not searched"
+import json, sys
+j = json.load(open(sys.argv[1]))
+tried = [t["policy"] for t in j["tried"]]
+assert len(tried) == j["candidates"], (len(tried), j["candidates"])
+assert any("rotation up to 10 deg" in p for p in tried), tried[-6:]
+assert any("edge reflect" in p for p in tried), tried[-6:]
+print(f"tune: {len(tried)} policies tried, rotations and edges among them")
+PY
+fi
 [ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }
 echo "tune: disjoint splits, held-out metrics recomputed, deterministic"
