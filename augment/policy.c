@@ -17,6 +17,12 @@ enum { POLICY_MAX_BYTES = 64 * 1024 };
 static const char* const merges[] = {"mean", "vote", "max", "gmean"};
 static const char* const kinds[] = {"uniform", "gaussian"};
 static const char* const edges[] = {"zero", "replicate", "reflect"};
+/* A crop's places (ttp_view.crop_x, crop_y): the four corners and the centre. */
+static const struct {
+  const char* name;
+  int x, y;
+} crop_places[] = {{"tl", -1, -1}, {"tr", 1, -1}, {"bl", -1, 1}, {"br", 1, 1}, {"c", 0, 0}};
+enum { CROP_PLACES = sizeof crop_places / sizeof *crop_places };
 
 typedef enum key_id { K_COPIES, K_ORIGINAL, K_SHIFT, K_CONTRAST, K_BRIGHTNESS, K_NOISE,
                       K_NOISE_KIND, K_CLAMP, K_SEED, K_MERGE, K_TEMPERATURE, K_FLIP_H, K_FLIP_V,
@@ -78,15 +84,14 @@ static int parse_view(char* text, ttp_view* v, char* why, size_t size) {
                         AUG_MAX_SHIFT, AUG_MAX_SHIFT), -1;
       v->dx = (float)a, v->dy = (float)b;
     } else if (strcmp(w, "crop") == 0) {
-      static const char* const places[] = {"tl", "tr", "bl", "br", "c"};
-      static const int across[] = {-1, 1, -1, 1, 0}, down[] = {-1, -1, 1, 1, 0};
       const char* where = strtok_r(NULL, blank, &at);
       const char* n = where ? strtok_r(NULL, blank, &at) : NULL;
-      const int i = where ? choice(where, places, 5) : -1;
+      int i = CROP_PLACES - 1;
+      while (i >= 0 && !(where && strcmp(where, crop_places[i].name) == 0)) i--;
       if (i < 0 || !n || !number(n, &a) || a < 0.25 || a > 1)
         return snprintf(why, size, "crop: where (tl, tr, bl, br or c) and the part of each side "
                         "kept, 0.25..1, after it"), -1;
-      v->crop = (float)a, v->crop_x = across[i], v->crop_y = down[i];
+      v->crop = (float)a, v->crop_x = crop_places[i].x, v->crop_y = crop_places[i].y;
     } else {
       return snprintf(why, size, "unknown view word '%.24s' (none, flip_h, flip_v, rotate DEG, "
                       "scale K, shift DX DY, crop POS F)", w), -1;
@@ -358,14 +363,10 @@ ttp_status ttp_write_tta_policy(const char* path, const ttp_tta* t, const char* 
       if (v->dx != 0 || v->dy != 0)
         n += snprintf(words + n, sizeof words - n, " shift %s %s", shortest(v->dx, x),
                       shortest(v->dy, y));
-      if (v->crop != 0) {
-        static const char* const places[3][3] = {{"tl", "", "tr"}, {"", "c", ""},
-                                                 {"bl", "", "br"}};
-        const int across = v->crop_x < 0 ? 0 : v->crop_x > 0 ? 2 : 1;
-        const int down = v->crop_y < 0 ? 0 : v->crop_y > 0 ? 2 : 1;
-        n += snprintf(words + n, sizeof words - n, " crop %s %s", places[down][across],
-                      shortest(v->crop, k));
-      }
+      for (int i = 0; v->crop != 0 && i < CROP_PLACES; i++)
+        if (v->crop_x == crop_places[i].x && v->crop_y == crop_places[i].y)
+          n += snprintf(words + n, sizeof words - n, " crop %s %s", crop_places[i].name,
+                        shortest(v->crop, k));
       fprintf(f, "%s%s%s", i ? ";" : "views =", n ? words : " none",
               i == t->view_count - 1 ? "\n" : "");
     }

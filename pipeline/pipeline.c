@@ -267,11 +267,19 @@ static void* opener_run(void* arg) {
   return NULL;
 }
 
-ttp_status pipeline_ready(ttp_pipeline* p) {
-  if (p->opening) {
-    pthread_join(p->opener, NULL);
-    p->opening = 0;
+/* The pipeline once its engine has opened (or failed to): the opener joined. The const
+   getters' way to it too. */
+static const ttp_pipeline* settled(const ttp_pipeline* p) {
+  if (p && p->opening) {
+    ttp_pipeline* q = (ttp_pipeline*)p; /* joining the opener changes no state a caller sees */
+    pthread_join(q->opener, NULL);
+    q->opening = 0;
   }
+  return p;
+}
+
+ttp_status pipeline_ready(ttp_pipeline* p) {
+  settled(p);
   if (p->open_status != TTP_OK) {
     p->err = p->open_err;
     return p->open_status;
@@ -286,15 +294,6 @@ ttp_status ttp_wait_open(ttp_pipeline* p) {
   return pipeline_ready(p);
 }
 
-/* The const getters' view of the pipeline once its engine has opened (or failed to). */
-static const ttp_pipeline* settled(const ttp_pipeline* p) {
-  if (p && p->opening) {
-    ttp_pipeline* q = (ttp_pipeline*)p; /* joining the opener changes no state a caller sees */
-    pthread_join(q->opener, NULL);
-    q->opening = 0;
-  }
-  return p;
-}
 
 static ttp_status open_pipeline(ttp_pipeline* p, const ttp_options* options) {
   if (!options) return ERR(&p->err, TTP_ERR_INVALID_ARGUMENT, "no options given");

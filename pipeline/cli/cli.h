@@ -135,6 +135,9 @@ int cli_classify_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tt
                      const uint8_t* images, size_t n, ttp_result* results, float* probs,
                      ttp_uncertainty* uncertainty);
 
+/* Whether t weighs its copies in the merge (any weight not 0). */
+int cli_tta_weighted(const ttp_tta* t);
+
 /* One line describing the augmentation: "5 copies (copy 0 as it is), shift 2 px, ...". */
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size);
 

@@ -269,9 +269,7 @@ static int run_tune(const cli_args* a) {
                  .budget = (int)budget, .show = isatty(2) && !cli_flag(a, "quiet"),
                  .fit = !cli_flag(a, "no-temperature")};
   }
-  int weighted = 0;
-  for (int c = 0; c < TTP_MAX_COPIES; c++) weighted |= start.weights[c] != 0;
-  if (rc == CLI_EXIT_OK && (start.view_count > 0 || weighted))
+  if (rc == CLI_EXIT_OK && (start.view_count > 0 || cli_tta_weighted(&start)))
     rc = cli_usage_error(a->command, "tune searches drawn views of equal weight; a list of views "
                          "or weights (--tta-views, --tta-weights, or a policy's) is not searched "
                          "yet");

@@ -63,18 +63,16 @@ static int tta_from_args(const cli_args* a, ttp_tta* t) {
                              t->copies);
     copies = t->copies;
   }
-  int weights = 0, policy_weights = 0;
-  for (int c = 0; c < TTP_MAX_COPIES; c++) policy_weights += t->weights[c] != 0;
+  int weights = 0;
+  const int policy_weights = cli_tta_weighted(t);
   if ((rc = cli_get_floats(a, "tta-weights", t->weights, TTP_MAX_COPIES, &weights))) return rc;
   if (weights) { /* sets the copies, as a list of views does */
-    int some = 0;
-    for (int c = 0; c < weights; c++) some |= t->weights[c] != 0;
-    if (!some) return cli_usage_error(a->command, "--tta-weights: not all 0 (equal ones: leave "
-                                      "it out)");
+    for (int c = weights; c < TTP_MAX_COPIES; c++) t->weights[c] = 0;
+    if (!cli_tta_weighted(t))
+      return cli_usage_error(a->command, "--tta-weights: not all 0 (equal ones: leave it out)");
     if ((cli_get(a, "tta") || views) && weights != copies)
       return cli_usage_error(a->command, "--tta-weights lists %d weights, but there are %ld "
                              "copies", weights, copies);
-    for (int c = weights; c < TTP_MAX_COPIES; c++) t->weights[c] = 0;
     copies = weights;
   } else if (policy_weights && copies != weighed) {
     /* a policy's weights are a copy each: other copies need weights of their own */
@@ -290,6 +288,12 @@ int cli_classify_tta(const cli_args* a, ttp_plan default_plan, const ttp_tta* tt
   return rc;
 }
 
+int cli_tta_weighted(const ttp_tta* t) {
+  for (int c = 0; c < TTP_MAX_COPIES; c++)
+    if (t->weights[c] != 0) return 1;
+  return 0;
+}
+
 void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {
   static const char* const merges[] = {"mean", "vote", "max", "gmean"};
   char tempered[48] = "";
@@ -310,8 +314,7 @@ void cli_describe_tta(const ttp_tta* t, char* buf, size_t size) {
   else
     snprintf(views, sizeof views, "shift %d px", t->shift);
   char weights[400] = "";
-  int weighted = 0;
-  for (int c = 0; c < TTP_MAX_COPIES; c++) weighted |= t->weights[c] != 0;
+  const int weighted = cli_tta_weighted(t);
   for (int c = 0, n = 0; weighted && c < t->copies && c < TTP_MAX_COPIES; c++)
     if (n >= 0 && (size_t)n < sizeof weights)
       n += snprintf(weights + n, sizeof weights - n, "%s%g", c ? "," : ", weights ",
