@@ -1,96 +1,53 @@
 // ttapipe's NHWC convolution with its epilogue (see conv_kernels.h), in fp16 or in fp32 on TF32
 // tensor cores.
 //
-// An implicit GEMM on the tensor cores (mma.sync, fp32 accumulation): M = output
-// pixels, N = output channels, K = taps x input channels. The grid is persistent: a block of 8
-// warps keeps a slice of KT output channels' weights in shared memory for its whole life and
-// walks work items, each one to a few whole images (or a band of output rows of a large one).
-// An item's input window (every input pixel the item reads, zeros outside the image) arrives
-// in shared memory by cp.async while the block computes the item before it (two buffers).
-// A warp takes two 16-pixel tiles at a time: per tap and k-step (32 bytes of input channels: 16
-// in fp16 for an m16n8k16, 8 in fp32 for a TF32 m16n8k8), one ldmatrix of A a tile straight
-// from the window (each lane names its own pixel's row, so that tiles may cross
-// output rows and strides cost nothing), B fragments from shared memory already in the mma's
-// register order (gpu_conv_weights lays them out so), and the sums start from the bias. The
-// epilogue works in the accumulators' registers: + z, the clamp, rounded once to the element type,
-// two channels a store. ldmatrix moves 16-bit pairs, so on fp32 values it hands each lane whole
-// words: row lane / 4, word lane % 4 of each 8 x 16-byte matrix, which is the TF32 mma's A
-// fragment as it is for fp16's. A k-step is 32 bytes of channels in both, and so are the
-// B fragments' 512 bytes a pair of n-tiles and the addressing of the window. The window's
-// 16-byte chunks are XOR-swizzled within each 128-byte line, so that the eight rows an ldmatrix
-// phase reads lie in eight different bank groups.
+// An implicit GEMM on the tensor cores (conv_tile.cuh) over a persistent grid: a block of 8 warps
+// keeps a slice of KT output channels' weights in shared memory for its whole life and walks work
+// items, each one to a few whole images (or a band of output rows of a large one). An item's
+// input window (every input pixel the item reads, zeros outside the image) arrives in shared
+// memory by cp.async while the block computes the item before it (two buffers). A warp takes two
+// 16-pixel tiles at a time (four on 16 output channels): per step (a tap's k-step of 32 bytes of
+// input channels: 16 in fp16 for an m16n8k16, 8 in fp32 for a TF32 m16n8k8), one ldmatrix of A a
+// tile straight from the window (each lane names its own pixel's row, so that tiles may cross
+// output rows and strides cost nothing) and the B fragments, each step's fragments loaded while
+// the step before it multiplies; a table in shared memory holds each step's offset into the
+// window. ldmatrix moves 16-bit pairs, so on fp32 values it hands each lane whole words: row
+// lane / 4, word lane % 4 of each 8 x 16-byte matrix, which is the TF32 mma's A fragment as it is
+// for fp16's. A k-step is 32 bytes of channels in both, and so are the B fragments' 512 bytes a
+// pair of n-tiles and the addressing of the window. The window's 16-byte chunks are XOR-swizzled
+// within each 128-byte line, so that the eight rows an ldmatrix phase reads lie in eight
+// different bank groups. The epilogue works in the accumulators' registers: + z (read before the
+// taps, so that its latency passes under their work), the clamp, rounded once to the element
+// type, two channels a store.
 #include <cuda_fp16.h>
 
 #include <string.h>
 
 #include <initializer_list>
 
-#include "conv_kernels.h"
+#include "conv_tile.cuh"
 
 namespace {
 
+constexpr int kMaxSteps = 256;  // taps x k-steps: the table of their offsets
+// 16-pixel tiles a warp holds at once (four on 16 output channels, where the accumulators are
+// few).
+__host__ __device__ constexpr int tiles_of(int kt) { return kt == 16 ? 4 : 2; }
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kMaxSteps = 256;                // taps x k-steps: the table of their offsets
-// 16-pixel tiles a warp holds at once (four on 16 output channels, where the accumulators are
-// few), and blocks an SM the registers allow.
-__host__ __device__ constexpr int tiles_of(int kt) { return kt == 16 ? 4 : 2; }
+// Blocks an SM the registers allow.
 __host__ __device__ constexpr int blocks_of(int kt) { return kt <= 32 ? 2 : 1; }
 constexpr size_t kSharedPerSM = 226 << 10;    // opt-in shared memory of a block on sm_90, less
                                               // the tap table
 constexpr size_t kSharedForTwo = 111 << 10;   // per block, so that two fit on an SM
 constexpr int kMaxItemPixels = 1024;          // output pixels an item: 64 tiles, 4 pairs a warp
 
-// What differs between the element types: the residual's pairs of values, their store, the
-// mma. TF32's mma reads the top 19 bits of each fp32 word (the weights were rounded to them on
-// upload; the activations are truncated).
-template <typename T>
-struct element;
-template <>
-struct element<__half> {
-  using pair = __half2;
-  static __device__ __forceinline__ pair load(const __half* p) {
-    return __ldg(reinterpret_cast<const __half2*>(p));
-  }
-  static __device__ __forceinline__ pair none() { return __floats2half2_rn(0.0f, 0.0f); }
-  static __device__ __forceinline__ float2 wide(pair v) { return __half22float2(v); }
-  static __device__ __forceinline__ void store(__half* p, float a, float b) {
-    *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
-  }
-  static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0,
-                                             unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-template <>
-struct element<float> {
-  using pair = float2;
-  static __device__ __forceinline__ pair load(const float* p) {
-    return __ldg(reinterpret_cast<const float2*>(p));
-  }
-  static __device__ __forceinline__ pair none() { return make_float2(0.0f, 0.0f); }
-  static __device__ __forceinline__ float2 wide(pair v) { return v; }
-  static __device__ __forceinline__ void store(float* p, float a, float b) {
-    *reinterpret_cast<float2*>(p) = make_float2(a, b);
-  }
-  static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0,
-                                             unsigned b1) {
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-
 // n / d for n < 2^24 and d < 2^16 as one multiply (the magic number rounded up: exact there).
 struct fastdiv {
   unsigned d;
   unsigned long long m;
 };
-fastdiv make_fastdiv(unsigned d) { return {d, ((1ull << 40) + d - 1) / d}; }
+inline fastdiv make_fastdiv(unsigned d) { return {d, ((1ull << 40) + d - 1) / d}; }
 __device__ __forceinline__ unsigned operator/(unsigned n, const fastdiv& f) {
   return (unsigned)(((unsigned long long)n * f.m) >> 40);
 }
@@ -103,7 +60,28 @@ struct conv_plan {
   fastdiv by_bands, by_row_chunks, by_chunks, by_window_rows, by_item_pixels, by_q;
 };
 
-size_t round128(size_t n) { return (n + 127) / 128 * 128; }
+inline size_t round128(size_t n) { return (n + 127) / 128 * 128; }
+
+// The divisors of a plan whose kt, images, band, window_rows and window_cols are set, and its
+// bands and items; false where the kernels' 32-bit indexing (fastdiv's 2^24, the step table)
+// would not hold.
+inline bool plan_indexing(const gpu_conv_shape& s, int elem, conv_plan* p) {
+  const size_t pixel_bytes = (size_t)s.c * elem;
+  p->bands = (s.p + p->band - 1) / p->band;
+  p->items = (s.n + p->images - 1) / p->images * p->bands;
+  const int row_chunks = (int)(p->window_cols * pixel_bytes / 16);
+  if ((long long)p->images * p->window_rows * row_chunks >= (1 << 24) ||
+      (long long)p->items >= (1 << 24) || row_chunks >= (1 << 16) ||
+      p->images * p->band * s.q >= (1 << 16) || s.r * s.s * (int)(pixel_bytes / 32) > kMaxSteps)
+    return false;
+  p->by_bands = make_fastdiv(p->bands);
+  p->by_row_chunks = make_fastdiv(row_chunks);
+  p->by_chunks = make_fastdiv((unsigned)(pixel_bytes / 16));
+  p->by_window_rows = make_fastdiv(p->window_rows);
+  p->by_item_pixels = make_fastdiv(p->band * s.q);
+  p->by_q = make_fastdiv(s.q);
+  return true;
+}
 
 // The plan with the most pixels an item (up to kMaxItemPixels) at two blocks an SM, or at one
 // where two would leave a warp without its set of tiles (or the registers allow one); 0 where
@@ -155,20 +133,7 @@ int plan_conv(const gpu_conv_shape& s, int elem, conv_plan* pl) {
       if (per_sm == 2 && (tiles < kWarps * tiles_of(kt) || blocks_of(kt) < 2) &&
           p.images * 2 <= s.n)
         continue;
-      p.bands = (s.p + p.band - 1) / p.band;
-      p.items = (s.n + p.images - 1) / p.images * p.bands;
-      const int row_chunks = (int)(cols * pixel_bytes / 16);
-      if ((long long)p.images * p.window_rows * row_chunks >= (1 << 24) ||
-          (long long)p.items >= (1 << 24) || row_chunks >= (1 << 16) ||
-          p.images * p.band * s.q >= (1 << 16))
-        return 0;
-      if (s.r * s.s * (int)(pixel_bytes / 32) > kMaxSteps) return 0;
-      p.by_bands = make_fastdiv(p.bands);
-      p.by_row_chunks = make_fastdiv(row_chunks);
-      p.by_chunks = make_fastdiv((unsigned)(pixel_bytes / 16));
-      p.by_window_rows = make_fastdiv(p.window_rows);
-      p.by_item_pixels = make_fastdiv(p.band * s.q);
-      p.by_q = make_fastdiv(s.q);
+      if (!plan_indexing(s, elem, &p)) return 0;
       *pl = p;
       found = 1;
       break;
@@ -181,30 +146,17 @@ __device__ __forceinline__ unsigned swizzle(unsigned byte) {
   return byte ^ (((byte >> 7) & 7) << 4);
 }
 
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-
-// 16 bytes from global to shared memory, or 16 zeros where !valid.
-__device__ __forceinline__ void copy16(unsigned dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void copies_wait_all_but_one() {
-  asm volatile("cp.async.wait_group 1;\n" ::);
-}
-
-// The window of item `item` into the buffer at `buffer` (a shared address): for each of the
-// item's images and window rows, the input row's pixels from column -pad_l on, 16 bytes a copy.
-template <typename T>
+// The window of item `item` into the buffer at `buffer` (a shared address), by the block's
+// Threads threads: for each of the item's images and window rows, the input row's pixels from
+// column -pad_l on, 16 bytes a copy.
+template <int Threads, typename T>
 __device__ __forceinline__ void load_window(const T* __restrict__ x, const gpu_conv_shape& s,
                                             const conv_plan& pl, int item, unsigned buffer) {
   const int group = (unsigned)item / pl.by_bands, band = item - group * pl.bands;
   const int first_image = group * pl.images;
   const int top = band * pl.band * s.stride_h - s.pad_t;
   const int chunks = pl.images * pl.window_rows * pl.by_row_chunks.d;
-  for (int v = threadIdx.x; v < chunks; v += kThreads) {
+  for (int v = threadIdx.x; v < chunks; v += Threads) {
     const unsigned row_all = (unsigned)v / pl.by_row_chunks;
     const unsigned in_row_chunk = v - row_all * pl.by_row_chunks.d;
     const unsigned image = row_all / pl.by_window_rows;
@@ -218,6 +170,86 @@ __device__ __forceinline__ void load_window(const T* __restrict__ x, const gpu_c
         valid ? x + (((long long)n * s.h + row) * s.w + column) * s.c + part * (16 / sizeof(T))
               : x;
     copy16(buffer + swizzle(v * 16), src, valid);
+  }
+}
+
+// The slice of KPairs pairs of n-tiles from pair `first_pair` on of weights w (gpu_conv_weights'
+// layout, k / 16 pairs in all) into shared memory at weights_at, by cp.async: for each step (a
+// window column, a k-step, a window row: the sum order of conv_kernels.h), 512 bytes a pair (a
+// lane's B fragments of two n-tiles: 16 bytes). And the table of the steps' offsets into a window
+// (window pixels << 8 | k-step).
+template <int Threads, int KPairs, typename T>
+__device__ __forceinline__ void load_weights(const unsigned char* __restrict__ w,
+                                             const gpu_conv_shape& s, int window_cols,
+                                             int first_pair, unsigned weights_at,
+                                             unsigned* step_at) {
+  const int steps = s.c * (int)sizeof(T) / 32, all_steps = s.r * s.s * steps;
+  const int pairs = s.k / 16, chunks = all_steps * KPairs * 32;
+  for (int v = threadIdx.x; v < chunks; v += Threads) {
+    const int tap_step = v / (KPairs * 32), rest = v - tap_step * KPairs * 32;
+    copy16(weights_at + v * 16,
+           w + ((long long)tap_step * pairs + first_pair) * 512 + rest * 16, true);
+  }
+  for (int i = threadIdx.x; i < all_steps; i += Threads) {
+    const int r = i % s.r, column_step = i / s.r, t = column_step / steps;
+    step_at[i] = (unsigned)(r * s.dil_h * window_cols + t * s.dil_w) << 8 | (column_step % steps);
+  }
+}
+
+// The window pixel (at tap (0, 0)) of output pixel m of an item: image m / (band x q), row and
+// column within it by the strides.
+__device__ __forceinline__ unsigned window_pixel(unsigned m, const gpu_conv_shape& s,
+                                                 const conv_plan& pl) {
+  const unsigned image = m / pl.by_item_pixels;
+  const unsigned rest = m - image * pl.by_item_pixels.d;
+  const unsigned p = rest / pl.by_q, q = rest - p * pl.by_q.d;
+  return (image * pl.window_rows + p * s.stride_h) * pl.window_cols + q * s.stride_w;
+}
+
+// acc += the taps and k-steps of Tiles tiles whose lane rows lie at window pixels a_pixel[f] of
+// the window at `window` (a shared address), against the weights at weights_at (KT channels:
+// KT / 16 pairs); each step's fragments loaded while the step before it multiplies. Every
+// caller sums in this one order, so that a convolution's bits do not depend on the kernel.
+template <typename T, int KT, int Tiles>
+__device__ __forceinline__ void multiply_taps(float (&acc)[Tiles][KT / 8][4],
+                                              const unsigned (&a_pixel)[Tiles], unsigned window,
+                                              unsigned weights_at, const unsigned* step_at,
+                                              int all_steps, unsigned pixel_bytes, int lane) {
+  using E = element<T>;
+  constexpr int kPairs = KT / 16;
+  const int a_half = lane / 16;
+  unsigned a[2][Tiles][4];
+  uint4 b[2][kPairs];
+  auto load = [&](int i, unsigned (&a_)[Tiles][4], uint4 (&b_)[kPairs]) {
+    const unsigned at = step_at[i];
+    const unsigned chunk = ((at & 255) * 2 + a_half) * 16;
+#pragma unroll
+    for (int np = 0; np < kPairs; np++)
+      asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(b_[np].x), "=r"(b_[np].y), "=r"(b_[np].z), "=r"(b_[np].w)
+                   : "r"(weights_at + ((i * kPairs + np) * 32 + lane) * 16));
+#pragma unroll
+    for (int f = 0; f < Tiles; f++)
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(a_[f][0]), "=r"(a_[f][1]), "=r"(a_[f][2]), "=r"(a_[f][3])
+                   : "r"(window + swizzle((a_pixel[f] + (at >> 8)) * pixel_bytes + chunk)));
+  };
+  auto multiply = [&](const unsigned (&a_)[Tiles][4], const uint4 (&b_)[kPairs]) {
+#pragma unroll
+    for (int f = 0; f < Tiles; f++)
+#pragma unroll
+      for (int np = 0; np < kPairs; np++) {
+        E::mma(acc[f][2 * np], a_[f], b_[np].x, b_[np].y);
+        E::mma(acc[f][2 * np + 1], a_[f], b_[np].z, b_[np].w);
+      }
+  };
+  load(0, a[0], b[0]);
+  for (int i = 0; i < all_steps; i += 2) {
+    if (i + 1 < all_steps) load(i + 1, a[1], b[1]);
+    multiply(a[0], b[0]);
+    if (i + 1 >= all_steps) break;
+    if (i + 2 < all_steps) load(i + 2, a[0], b[0]);
+    multiply(a[1], b[1]);
   }
 }
 
@@ -237,27 +269,16 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
   const int steps = s.c * (int)sizeof(T) / 32;  // 32 bytes of input channels a k-step
   const int all_steps = s.r * s.s * steps;
 
-  // This block's slice of the weights: for each tap and k-step, its kPairs of the layer's
-  // k / 16 pairs, 512 bytes each (a lane's B fragments of two n-tiles: 16 bytes).
-  {
-    const int pairs = s.k / 16, chunks = all_steps * kPairs * 32;
-    for (int v = threadIdx.x; v < chunks; v += kThreads) {
-      const int tap_step = v / (kPairs * 32), rest = v - tap_step * kPairs * 32;
-      copy16(weights_at + v * 16,
-             w + ((long long)tap_step * pairs + blockIdx.y * kPairs) * 512 + rest * 16, true);
-    }
-    for (int i = threadIdx.x; i < all_steps; i += kThreads) {
-      const int tap = i / steps, r = tap / s.s, t = tap - r * s.s;
-      step_at[i] = (unsigned)(r * s.dil_h * pl.window_cols + t * s.dil_w) << 8 | (i - tap * steps);
-    }
-  }
+  // This block's slice of the weights: its kPairs of the layer's k / 16 pairs.
+  load_weights<kThreads, kPairs, T>(w, s, pl.window_cols, blockIdx.y * kPairs, weights_at,
+                                    step_at);
   int item = blockIdx.x;
-  if (item < pl.items) load_window(x, s, pl, item, windows_at);
+  if (item < pl.items) load_window<kThreads>(x, s, pl, item, windows_at);
   copies_commit();
 
   // Where this lane's ldmatrix row lies: matrix lane / 8 of the four (rows 0-7 / 8-15 of the
   // tile, channels 0-7 / 8-15 of the k-step), row lane % 8 of it.
-  const int a_row = (lane / 8 % 2) * 8 + lane % 8, a_half = lane / 16;
+  const int a_row = (lane / 8 % 2) * 8 + lane % 8;
   const int item_pixels = pl.images * pl.band * s.q;
   const int tiles = (item_pixels + 15) / 16;
   const unsigned pixel_bytes = (unsigned)s.c * sizeof(T);
@@ -266,7 +287,8 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
   for (int buffer = 0; item < pl.items; item += gridDim.x, buffer ^= 1) {
     const int next = item + gridDim.x;
     if (next < pl.items)
-      load_window(x, s, pl, next, windows_at + (buffer ^ 1) * (unsigned)pl.window_bytes);
+      load_window<kThreads>(x, s, pl, next,
+                            windows_at + (buffer ^ 1) * (unsigned)pl.window_bytes);
     copies_commit();
     copies_wait_all_but_one();
     __syncthreads();
@@ -278,17 +300,13 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
     const int first_image = group * pl.images;
 
     for (int set = warp; set * kTiles < tiles; set += kWarps) {
-      // The window byte of this lane's A row in each tile at tap (0, 0) and k-step 0; rows past
+      // The window pixel of this lane's A row in each tile at tap (0, 0); rows past
       // the item's pixels read its last one (computed, never stored).
       unsigned a_pixel[kTiles];
 #pragma unroll
-      for (int f = 0; f < kTiles; f++) {
-        const unsigned m = (unsigned)min((set * kTiles + f) * 16 + a_row, pixels_here - 1);
-        const unsigned image = m / pl.by_item_pixels;
-        const unsigned rest = m - image * pl.by_item_pixels.d;
-        const unsigned p = rest / pl.by_q, q = rest - p * pl.by_q.d;
-        a_pixel[f] = (image * pl.window_rows + p * s.stride_h) * pl.window_cols + q * s.stride_w;
-      }
+      for (int f = 0; f < kTiles; f++)
+        a_pixel[f] = window_pixel((unsigned)min((set * kTiles + f) * 16 + a_row, pixels_here - 1),
+                                  s, pl);
       // Where this lane's outputs go (rows g and g + 8 of each tile; -1: past the item), and
       // their residual, read now so that its latency passes under the taps' work.
       long long out_at[kTiles][2];
@@ -309,49 +327,9 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
             residual[f][h][j] = read ? E::load(z + out_at[f][h] + j * 8) : E::none();
         }
       float acc[kTiles][KT / 8][4];
-#pragma unroll
-      for (int j = 0; j < KT / 8; j++) {
-        const float b0 = bias ? bias[k0 + j * 8 + t4 * 2] : 0.0f;
-        const float b1 = bias ? bias[k0 + j * 8 + t4 * 2 + 1] : 0.0f;
-#pragma unroll
-        for (int f = 0; f < kTiles; f++)
-          acc[f][j][0] = b0, acc[f][j][1] = b1, acc[f][j][2] = b0, acc[f][j][3] = b1;
-      }
-
-      // The taps and k-steps, each step's fragments loaded while the step before it multiplies.
-      unsigned a[2][kTiles][4];
-      uint4 b[2][kPairs];
-      auto load = [&](int i, unsigned (&a_)[kTiles][4], uint4 (&b_)[kPairs]) {
-        const unsigned at = step_at[i];
-        const unsigned chunk = ((at & 255) * 2 + a_half) * 16;
-#pragma unroll
-        for (int np = 0; np < kPairs; np++)
-          asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                       : "=r"(b_[np].x), "=r"(b_[np].y), "=r"(b_[np].z), "=r"(b_[np].w)
-                       : "r"(weights_at + ((i * kPairs + np) * 32 + lane) * 16));
-#pragma unroll
-        for (int f = 0; f < kTiles; f++)
-          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                       : "=r"(a_[f][0]), "=r"(a_[f][1]), "=r"(a_[f][2]), "=r"(a_[f][3])
-                       : "r"(window + swizzle((a_pixel[f] + (at >> 8)) * pixel_bytes + chunk)));
-      };
-      auto multiply = [&](const unsigned (&a_)[kTiles][4], const uint4 (&b_)[kPairs]) {
-#pragma unroll
-        for (int f = 0; f < kTiles; f++)
-#pragma unroll
-          for (int np = 0; np < kPairs; np++) {
-            E::mma(acc[f][2 * np], a_[f], b_[np].x, b_[np].y);
-            E::mma(acc[f][2 * np + 1], a_[f], b_[np].z, b_[np].w);
-          }
-      };
-      load(0, a[0], b[0]);
-      for (int i = 0; i < all_steps; i += 2) {
-        if (i + 1 < all_steps) load(i + 1, a[1], b[1]);
-        multiply(a[0], b[0]);
-        if (i + 1 >= all_steps) break;
-        if (i + 2 < all_steps) load(i + 2, a[0], b[0]);
-        multiply(a[1], b[1]);
-      }
+      start_sums<KT, kTiles>(acc, bias, k0, t4);
+      multiply_taps<T, KT, kTiles>(acc, a_pixel, window, weights_at, step_at, all_steps,
+                                   pixel_bytes, lane);
 
       // Epilogue: this lane holds rows g and g + 8 of each tile, channels t4 * 2 and + 1 of
       // each 8-channel n-tile.
@@ -442,8 +420,8 @@ extern "C" ttp_status gpu_conv_nhwc(const void* x, const void* weights, const fl
   return TTP_OK;
 }
 
-/* The mma's B fragments in register order: for each tap, k-step and pair of 8-channel n-tiles,
-   32 lanes x 16 bytes. fp16 (k-steps of 16 input channels): lane l holds, of n-tile 0 then 1,
+/* The mma's B fragments in register order: for each window column, k-step, window row (the sum
+   order) and pair of 8-channel n-tiles, 32 lanes x 16 bytes. fp16 (k-steps of 16 input channels): lane l holds, of n-tile 0 then 1,
    output channel l / 4 and input channels (l % 4) * 2, + 1, + 8 and + 9 of the step. TF32
    (k-steps of 8): of n-tile 0 then 1, output channel l / 4 and input channels l % 4 and + 4,
    each value rounded to TF32's 10 bits of mantissa (to nearest, ties away, as cvt.rna does). */
@@ -451,23 +429,25 @@ extern "C" void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, 
                                  float* out) {
   const int per_step = half ? 16 : 8, values = half ? 8 : 4;
   const int steps = cp / per_step, pairs = k / 16;
-  for (int tap = 0; tap < r * s; tap++)
+  for (int column = 0; column < s; column++)
     for (int step = 0; step < steps; step++)
-      for (int pair = 0; pair < pairs; pair++)
-        for (int lane = 0; lane < 32; lane++)
-          for (int e = 0; e < values; e++) {
-            const int n = pair * 16 + e / (values / 2) * 8 + lane / 4;
-            const int i = half ? step * 16 + (lane % 4) * 2 + e % 2 + (e % 4 / 2) * 8
-                               : step * 8 + lane % 4 + (e % 2) * 4;
-            const size_t at =
-                ((((size_t)tap * steps + step) * pairs + pair) * 32 + lane) * values + e;
-            float v = i < c ? kcrs[(((size_t)n * c + i) * r + tap / s) * s + tap % s] : 0.0f;
-            if (!half) {
-              unsigned bits;
-              memcpy(&bits, &v, sizeof bits);
-              if ((bits & 0x7f800000u) != 0x7f800000u) bits = (bits + 0x1000u) & ~0x1fffu;
-              memcpy(&v, &bits, sizeof bits);
+      for (int row = 0; row < r; row++)
+        for (int pair = 0; pair < pairs; pair++)
+          for (int lane = 0; lane < 32; lane++)
+            for (int e = 0; e < values; e++) {
+              const int n = pair * 16 + e / (values / 2) * 8 + lane / 4;
+              const int i = half ? step * 16 + (lane % 4) * 2 + e % 2 + (e % 4 / 2) * 8
+                                 : step * 8 + lane % 4 + (e % 2) * 4;
+              const size_t at =
+                  (((((size_t)column * steps + step) * r + row) * pairs + pair) * 32 + lane) *
+                      values + e;
+              float v = i < c ? kcrs[(((size_t)n * c + i) * r + row) * s + column] : 0.0f;
+              if (!half) {
+                unsigned bits;
+                memcpy(&bits, &v, sizeof bits);
+                if ((bits & 0x7f800000u) != 0x7f800000u) bits = (bits + 0x1000u) & ~0x1fffu;
+                memcpy(&v, &bits, sizeof bits);
+              }
+              out[at] = v;
             }
-            out[at] = v;
-          }
 }

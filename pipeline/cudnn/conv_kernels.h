@@ -40,7 +40,10 @@ static __device__ __forceinline__ float gpu_clamped(float v, gpu_clamp c) {
    row each within a block's shared memory. */
 int gpu_conv_nhwc_takes(const gpu_conv_shape* s, int half);
 
-/* y = clamped(conv(x, weights) + bias + z), fp32 sums rounded once at the end. half: fp16 values;
+/* y = clamped(conv(x, weights) + bias + z), fp32 sums rounded once at the end. Each output's sum
+   starts from the bias and adds the tensor cores' partial sums (16 input channels in fp16, 8 in
+   TF32) in one order, window column by column, then k-step by k-step, then row by row, so that
+   every kernel here gives a convolution the same bits. half: fp16 values;
    else fp32 values whose products the tensor cores take in TF32 (the weights as
    gpu_conv_weights rounded them, the inputs' mantissas cut to 10 bits). x: n x h x w x c;
    weights: gpu_conv_weights' layout; bias: k floats, or NULL; z: like y, or NULL; y: n x p x q x
@@ -49,9 +52,26 @@ ttp_status gpu_conv_nhwc(const void* x, const void* weights, const float* bias, 
                          void* y, const gpu_conv_shape* s, gpu_clamp clamp, int half,
                          cudaStream_t stream, ttp_err* e);
 
+/* Whether gpu_conv_block_nhwc takes two convolutions of shape s in a row: fp16 (half), c = k
+   channels, a 3x3 window of stride 1 padded by 1, and maps it is built for (16 channels over
+   32x32 or 16x16, 32 over 16x16: a CIFAR ResNet's first two stages). */
+int gpu_conv_block_nhwc_takes(const gpu_conv_shape* s, int half);
+
+/* y = clamp2(conv(m, weights2) + bias2 [+ x]), m = clamp1(conv(x, weights1) + bias1) rounded to
+   fp16, both convolutions of shape s, in one kernel: a residual network's basic block (residual:
+   + x) or two convolutions in a row (no residual). m stays in shared memory, so that x is read
+   and y written once. The bits are gpu_conv_nhwc's for the same two convolutions run one after
+   the other. fp16 values; weights and biases as gpu_conv_nhwc's (NULL bias: none); y not
+   overlapping x. Launch only (capture-safe). */
+ttp_status gpu_conv_block_nhwc(const void* x, const void* weights1, const float* bias1,
+                               gpu_clamp clamp1, const void* weights2, const float* bias2,
+                               gpu_clamp clamp2, int residual, void* y, const gpu_conv_shape* s,
+                               cudaStream_t stream, ttp_err* e);
+
 /* The model's weights k x c x r x s (floats) into the order gpu_conv_nhwc reads them for an input
    of cp >= c channels (cp a multiple of 16; those past c zeros), in fp16 (half) or TF32: for each
-   tap, k-step of 32 bytes of input channels (16 in fp16, 8 in TF32) and pair of 8-channel n-tiles,
+   window column, k-step of 32 bytes of input channels (16 in fp16, 8 in TF32), window row (the
+   sum order) and pair of 8-channel n-tiles,
    the tensor cores' B fragments in the order the 32 lanes hold them (k x cp x r x s values in
    all; host to host, the caller converts to fp16; in TF32 the values come rounded to it). */
 void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp, int half,

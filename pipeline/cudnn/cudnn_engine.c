@@ -80,7 +80,8 @@ static ttp_status cudnn_enqueue(void* state, int bucket, const uint8_t* dev_in, 
   for (int r = 0; r < g->runs; r++) {
     const gpu_layer* L = &g->layers[g->order[r]];
     const void* in[MODEL_MAX_INPUTS + 1];
-    for (int k = 0; k < L->l->input_count; k++) in[k] = value_at(g, L->l->inputs[k], bucket);
+    for (int k = 0; k < L->l->input_count; k++) /* a block reads its first convolution's input */
+      in[k] = value_at(g, k == 0 && L->first ? L->first->l->inputs[0] : L->l->inputs[k], bucket);
     if (L->residual) in[L->l->input_count] = value_at(g, L->z_value, bucket);
     TRY(gpu_layer_enqueue(&g->ctx, L, bucket, in, value_at(g, L->run_at + 1, bucket), e));
   }
@@ -232,9 +233,49 @@ static void conv_unit(cudnn_net* g, const int* readers, int i) {
   for (int k = 0; k < count; k++) g->layers[joined[k]].run_at = joined[count - 1];
 }
 
+/* Whether convolutions A and B (A's unit read by B alone) run as ttapipe's residual block
+   (conv_kernels.h): one shape, 16 or 32 channels in and out, "same" windows of stride 1, one group,
+   A not on the network's input (its channels padded) and without a residual of its own, and B's
+   residual, if any, A's input. */
+static int block_suits(const cudnn_net* g, const gpu_layer* A, const gpu_layer* B) {
+  const model_layer *a = A->l, *b = B->l;
+  const model_window *wa = &a->p.conv.w, *wb = &b->p.conv.w;
+  if (a->inputs[0] == 0 || A->residual || (B->residual && B->z_value != a->inputs[0]) ||
+      a->p.conv.groups > 1 || b->p.conv.groups > 1 || wa->pad_b != wa->pad_t ||
+      wa->pad_r != wa->pad_l || memcmp(wa, wb, sizeof *wa) != 0 ||
+      memcmp(&a->in, &b->in, sizeof a->in) != 0 || memcmp(&a->out, &b->out, sizeof a->out) != 0)
+    return 0;
+  const gpu_conv_shape s = {g->ctx.rows[g->ctx.buckets - 1], a->in.h, a->in.w, a->in.c,
+                            a->out.h, a->out.w, a->p.conv.k, wa->r, wa->s, wa->stride_h,
+                            wa->stride_w, wa->pad_t, wa->pad_l, wa->dil_h, wa->dil_w};
+  return gpu_conv_block_nhwc_takes(&s, g->ctx.half);
+}
+
+/* Two convolutions in a row that block_suits joins into one kernel, in NHWC, unless the
+   environment says TTP_CONV_BLOCKS=0 (the A/B of BENCHMARKS.md): the first (folded) runs at the
+   second's place, and its unit's value gets no room. */
+static void block_units(cudnn_net* g, const int* readers) {
+  const model* m = g->m;
+  const char* env = getenv("TTP_CONV_BLOCKS");
+  if (!g->ctx.nhwc || (env && strcmp(env, "0") == 0)) return;
+  for (int i = 0; i < m->layer_count; i++) {
+    gpu_layer* A = &g->layers[i];
+    if (m->layers[i].op != MODEL_CONV || A->skip || A->folded || A->first) continue;
+    const int j = sole_reader(m, readers, A->run_at + 1);
+    if (j < 0 || m->layers[j].op != MODEL_CONV || g->layers[j].skip) continue;
+    gpu_layer* B = &g->layers[j];
+    if (!block_suits(g, A, B)) continue;
+    const int unit = A->run_at;
+    for (int k = 0; k <= unit; k++)
+      if (g->layers[k].run_at == unit) g->layers[k].run_at = B->run_at;
+    A->folded = 1;
+    B->first = A;
+  }
+}
+
 /* Which layers run together: a convolution or an fc applies the residual Add, ReLU and Clip
-   that follow it (conv_unit) in its epilogue, each at the last one's place. Then the order they
-   run in. */
+   that follow it (conv_unit) in its epilogue, each at the last one's place; two convolutions in a
+   row may run as one kernel (block_units). Then the order they run in. */
 static ttp_status plan_units(cudnn_net* g, ttp_err* e) {
   const model* m = g->m;
   int* readers = calloc((size_t)m->layer_count + 1, sizeof *readers);
@@ -252,11 +293,13 @@ static ttp_status plan_units(cudnn_net* g, ttp_err* e) {
   for (int i = 0; i < m->layer_count; i++) {
     if (m->layers[i].op == MODEL_CONV || m->layers[i].op == MODEL_FC) conv_unit(g, readers, i);
   }
+  block_units(g, readers);
   free(readers);
   g->runs = 0;
   for (int at = 0; at < m->layer_count; at++)
     for (int i = 0; i <= at; i++)
-      if (g->layers[i].run_at == at && !g->layers[i].skip) g->order[g->runs++] = i;
+      if (g->layers[i].run_at == at && !g->layers[i].skip && !g->layers[i].folded)
+        g->order[g->runs++] = i;
   return TTP_OK;
 }
 
@@ -323,7 +366,7 @@ static void check_chain(cudnn_net* g) {
   if (s == TTP_OK) s = gpu_alloc((void**)&probe.differ, sizeof *probe.differ, "a counter", e);
   for (int i = 0; i < m->layer_count && s == TTP_OK; i++) {
     gpu_layer* L = &g->layers[i];
-    if (L->skip || m->layers[i].op != MODEL_CONV) continue;
+    if (L->skip || L->folded || L->first || m->layers[i].op != MODEL_CONV) continue;
     for (int b = 0; b < ctx->buckets; b++)
       probe.x[b] = value_at(g, m->layers[i].inputs[0], b), probe.y[b] = value_at(g, L->run_at + 1, b);
     s = gpu_conv_check(&g->ctx, L, &probe, &g->checked, e);

@@ -26,6 +26,10 @@ typedef struct gpu_layer {
   int own;              /* conv: ttapipe's NHWC kernel (conv_kernels.h), not cuDNN's */
   int depthwise;        /* conv: ttapipe's NHWC depthwise kernel (depthwise_kernel.h) */
   int residual;         /* conv, fc: adds value z_value (a residual Add fused into it) */
+  const struct gpu_layer* first; /* conv: the convolution (with its unit) that runs before it in
+                           its kernel, ttapipe's residual block (conv_kernels.h): it reads first's
+                           input, and first's output stays in shared memory; NULL: none */
+  int folded;           /* conv: runs inside the kernel of the convolution whose `first` it is */
   int z_value;
   model_shape x_shape;  /* conv: the input cuDNN sees (padded when explicit_pad) */
   int input_c;          /* conv: the channels its input holds, when more than its own (the

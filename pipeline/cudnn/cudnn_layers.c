@@ -11,8 +11,9 @@
               cores: no TF32). fp32: FMA math. fp16 and tf32: tensor-core math, fp32
               accumulation. In NHWC (fp16, tf32), ttapipe's own kernels where cuDNN is slower
               or absent, with bias, residual Add and ReLU in their epilogue: its convolution
-              (conv_kernels.h; own_conv_suits says where) and, for one filter a channel, its
-              depthwise convolution (depthwise_kernel.h).
+              (conv_kernels.h; own_conv_suits says where), two convolutions in a row as one
+              kernel, the residual block (cudnn_engine.c's block_units says where), and, for one
+              filter a channel, its depthwise convolution (depthwise_kernel.h).
      maxpool, avgpool
               pool_kernel (cudnn_kernels.cu): any window, uneven padding and ceil mode, which
               cuDNN's pooling lacks; NaN propagates.
@@ -453,9 +454,17 @@ static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   float* rsck = malloc(count * sizeof *rsck);
   if (!rsck) return ERR_NOMEM(e, count * sizeof *rsck);
   gpu_conv_weights(l->weights, k, l->in.c, r, t, c, ctx->half, rsck); /* past the model's: 0 */
-  return own_conv_upload(ctx, L, rsck, count,
-                         ctx->half ? "ttapipe's NHWC fp16 convolution"
-                                   : "ttapipe's NHWC convolution (TF32 tensor cores)", e);
+  char what[160];
+  const char* type = ctx->half ? "fp16" : "TF32 tensor cores";
+  if (L->folded) /* its convolution's details name it */
+    snprintf(what, sizeof what, "in the next convolution's kernel (its output kept in shared "
+             "memory)");
+  else if (L->first)
+    snprintf(what, sizeof what, "ttapipe's NHWC residual block (fp16), after %s in the same kernel",
+             L->first->l->name);
+  else
+    snprintf(what, sizeof what, "ttapipe's NHWC convolution (%s)", type);
+  return own_conv_upload(ctx, L, rsck, count, what, e);
 }
 
 int gpu_depthwise_suits(const model_layer* l) {
@@ -484,7 +493,7 @@ static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   L->depthwise = ctx->nhwc && gpu_depthwise_suits(l);
   if (L->depthwise) return depthwise_plan(ctx, L, e);
   if (L->input_c) L->x_shape.c = L->input_c; /* zero channels past the model's: zero weights */
-  L->own = ctx->nhwc && own_conv_suits(ctx, L);
+  L->own = ctx->nhwc && (L->folded || L->first || own_conv_suits(ctx, L));
   if (L->own) return own_conv_plan(ctx, L, e);
   /* cuDNN pads the same above as below and left as right; other padding (TensorFlow's "same"
      of a stride 2) is written out first into the scratch buffer, and the convolution then pads
@@ -605,6 +614,12 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
   const model_layer* l = L->l;
   const void* x = in[0];
   const void* z = L->residual ? in[1] : NULL;
+  if (L->first) { /* in[0]: the first convolution's input, which the residual z is too */
+    const gpu_conv_shape s = own_shape(ctx, L, ctx->rows[b]);
+    return gpu_conv_block_nhwc(x, L->first->weights, L->first->bias, clamp_of(L->first),
+                               L->weights, L->bias, clamp_of(L), L->residual, out, &s,
+                               ctx->stream, e);
+  }
   if (L->own || L->depthwise) {
     const gpu_conv_shape s = own_shape(ctx, L, ctx->rows[b]);
     return (L->own ? gpu_conv_nhwc : gpu_depthwise_nhwc)(x, L->weights, L->bias, z, out, &s,

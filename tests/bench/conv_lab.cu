@@ -20,13 +20,20 @@
 // |got - want| <= 2^-9 sum |x w| + 1e-5, the products' error bound with room for the fp32
 // accumulation.
 //
+// Then ttapipe's residual block (gpu_conv_block_nhwc: two convolutions in one kernel, the
+// middle value in shared memory, fp16) against the same two convolutions run one after the other
+// by gpu_conv_nhwc, which must give the same bits: ResNet-20's stage-1 and stage-2 blocks, and a
+// pair without a bias or a residual over 16x16 maps (the first clamped to [-0.2, 0.3]), at 5 and
+// 1031 rows.
+//
 //   bench_conv_lab --validate        check only (ctest, label gpu; 77 without a GPU)
 //   bench_conv_lab [--rows N] [--runs R]
 //                                    check, then time both on each shape in each type with N
 //                                    rows (default
 //                                    5120: a batch of 1024 images x 5 copies), the median of R
 //                                    runs (default 20); and ResNet-20's convolutions summed
-//                                    (the stem, on 3 channels, left out)
+//                                    (the stem, on 3 channels, left out); then each block
+//                                    against its two convolutions
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -214,6 +221,101 @@ struct cudnn_conv {
   }
 };
 
+
+// Two convolutions of one shape in a row: ttapipe's residual block kernel against
+// gpu_conv_nhwc run twice (x -> m -> y, + x where residual), fp16.
+struct block_shape {
+  const char* name;
+  int h, w, c, residual, bias;
+  gpu_clamp clamp1, clamp2;
+};
+const gpu_clamp kRelu = {0.0f, INFINITY}, kNone = {-INFINITY, INFINITY};
+const block_shape kBlocks[] = {
+    {"block1", 32, 32, 16, 1, 1, kRelu, kRelu},  // ResNet-20's stage 1
+    {"block2", 16, 16, 32, 1, 1, kRelu, kRelu},  // its stage 2
+    {"pair", 16, 16, 16, 0, 0, {-0.2f, 0.3f}, kNone},
+};
+
+struct block_problem {
+  block_shape b;
+  gpu_conv_shape s;
+  tensor x;
+  void *w1 = nullptr, *w2 = nullptr, *m = nullptr, *y_two = nullptr, *y_block = nullptr;
+  float *bias1 = nullptr, *bias2 = nullptr;
+  size_t count;
+
+  block_problem(const block_shape& shape, int rows) : b(shape) {
+    s = {rows, b.h, b.w, b.c, b.h, b.w, b.c, 3, 3, 1, 1, 1, 1, 1, 1};
+    count = (size_t)rows * b.h * b.w * b.c;
+    x.fill(count, -1.0f, 1.0f, true);
+    const float range = 1.5f / sqrtf((float)(b.c * 9));
+    for (void** w : {&w1, &w2}) {
+      std::vector<float> kcrs((size_t)b.c * b.c * 9), laid(kcrs.size());
+      for (float& v : kcrs) v = uniform(-range, range);
+      gpu_conv_weights(kcrs.data(), b.c, b.c, 3, 3, b.c, 1, laid.data());
+      *w = lab_upload_values(laid, true);
+    }
+    for (float** bias : {&bias1, &bias2}) {
+      std::vector<float> v(b.c);
+      for (float& e : v) e = uniform(-0.3f, 0.3f);
+      *bias = static_cast<float*>(lab_upload(v.data(), v.size() * sizeof(float)));
+    }
+    for (void** buffer : {&m, &y_two, &y_block})
+      CHECK_CUDA(cudaMalloc(buffer, count * sizeof(__half)));
+  }
+  ~block_problem() {
+    for (void* p : {w1, w2, m, y_two, y_block, (void*)bias1, (void*)bias2}) cudaFree(p);
+  }
+
+  void run_two(cudaStream_t stream) {
+    ttp_err e = {};
+    CHECK(gpu_conv_nhwc(x.dev, w1, b.bias ? bias1 : nullptr, nullptr, m, &s, b.clamp1, 1, stream,
+                        &e) == TTP_OK, "%s: %s", b.name, e.message);
+    CHECK(gpu_conv_nhwc(m, w2, b.bias ? bias2 : nullptr, b.residual ? x.dev : nullptr, y_two, &s,
+                        b.clamp2, 1, stream, &e) == TTP_OK, "%s: %s", b.name, e.message);
+  }
+  void run_block(cudaStream_t stream) {
+    ttp_err e = {};
+    CHECK(gpu_conv_block_nhwc(x.dev, w1, b.bias ? bias1 : nullptr, b.clamp1, w2,
+                              b.bias ? bias2 : nullptr, b.clamp2, b.residual, y_block, &s, stream,
+                              &e) == TTP_OK, "%s: %s", b.name, e.message);
+  }
+
+  // Both into poisoned outputs; every value of the block's the same bits as the two's, and none
+  // left unwritten (NaN).
+  void validate() {
+    CHECK(gpu_conv_block_nhwc_takes(&s, 1), "%s: the block kernel refuses it", b.name);
+    CHECK_CUDA(cudaMemset(y_two, 0xff, count * sizeof(__half)));
+    CHECK_CUDA(cudaMemset(y_block, 0xff, count * sizeof(__half)));
+    run_two(0);
+    run_block(0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    std::vector<__half> two(count), block(count);
+    CHECK_CUDA(cudaMemcpy(two.data(), y_two, count * sizeof(__half), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(block.data(), y_block, count * sizeof(__half), cudaMemcpyDeviceToHost));
+    size_t differ = 0, unwritten = 0, first = count;
+    for (size_t i = 0; i < count; i++) {
+      const bool same = memcmp(&two[i], &block[i], sizeof(__half)) == 0;
+      const float v = __half2float(block[i]);
+      differ += !same, unwritten += v != v;
+      if (!same && first == count) first = i;
+    }
+    CHECK(differ == 0 && unwritten == 0,
+          "%s (%d rows): %zu of %zu values differ from the two convolutions' (the first at %zu: "
+          "%g, not %g), %zu unwritten", b.name, s.n, differ, count, first,
+          first < count ? __half2float(block[first]) : 0.0f,
+          first < count ? __half2float(two[first]) : 0.0f, unwritten);
+    printf("  %-7s fp16 %d rows of %dx%dx%d: the two convolutions' bits\n", b.name, s.n, b.h,
+           b.w, b.c);
+  }
+};
+
+void validate_blocks() {
+  printf("the residual block against its two convolutions:\n");
+  for (const block_shape& b : kBlocks)
+    for (int rows : {5, 1031}) block_problem(b, rows).validate();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -226,6 +328,7 @@ int main(int argc, char** argv) {
     for (const lab_shape& l : kShapes) problem(l, 5, half).validate();
     problem(kOdd, 3, half).validate();
   }
+  validate_blocks();
   if (o.validate_only) return 0;
 
   const lab_device device;
@@ -254,6 +357,17 @@ int main(int argc, char** argv) {
     printf("%s: ResNet-20's 18 convolutions after the stem, %d rows: ours %.3f ms, cuDNN %.3f "
            "ms; at 5 copies that alone allows %.0f and %.0f images/s\n", type, rows, ours_total,
            cudnn_total, rows / 5 / ours_total * 1e3, rows / 5 / cudnn_total * 1e3);
+  }
+  printf("\nthe residual block against its two convolutions, fp16, %d rows, median of %d runs; "
+         "GB/s: x and y once each\n", rows, runs);
+  printf("%-7s %10s %8s %10s %8s\n", "block", "block us", "GB/s", "two us", "ratio");
+  for (const block_shape& b : kBlocks) {
+    block_problem pr(b, rows);
+    pr.validate();
+    const float block = median_ms([&](cudaStream_t s) { pr.run_block(s); }, runs, stream);
+    const float two = median_ms([&](cudaStream_t s) { pr.run_two(s); }, runs, stream);
+    printf("%-7s %10.1f %8.0f %10.1f %8.2f\n", b.name, block * 1e3,
+           2.0 * pr.count * sizeof(__half) / block / 1e6, two * 1e3, two / block);
   }
   cudaStreamDestroy(stream);
   return 0;

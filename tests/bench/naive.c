@@ -46,7 +46,7 @@ static void naive_image(cudnn_net* g, const uint8_t* image, unsigned char* recor
         e.message);
   CHECK_CUDA(cudaStreamSynchronize(st));
   for (int i = 0; i < m->layer_count; i++) {
-    if (g->layers[i].skip) continue;
+    if (g->layers[i].skip || g->layers[i].folded) continue; /* folded: in the next one's kernel */
     void* out = fresh(rows * model_shape_size(m->layers[i].out) * g->ctx.elem);
     const void* x[1] = {in}; /* a chain: each layer reads the one before */
     CHECK(gpu_layer_enqueue(&g->ctx, &g->layers[i], 0, x, out, &e) == TTP_OK, "%s", e.message);

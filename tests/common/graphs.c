@@ -108,6 +108,38 @@ model* graphs_resnet(int blocks, test_rng* rng) {
   return m;
 }
 
+model* graphs_blocks(test_rng* rng) {
+  ttp_err e = {0};
+  model* m = model_new((model_shape){3, 32, 32}, &e);
+  CHECK(m, "%s", e.message);
+  const model_window same = model_window_of(3, 3, 1, 1);
+  int v = graphs_value(m, graphs_conv(m, "stem", 0, 16, 1, same));
+  v = graphs_value(m, graphs_add(m, MODEL_RELU, "stem_relu", v));
+  for (int width = 16; width <= 32; width *= 2) {
+    if (width == 32) {
+      v = graphs_value(m, graphs_conv(m, "down", v, 32, 1, model_window_of(3, 3, 2, 1)));
+      v = graphs_value(m, graphs_add(m, MODEL_RELU, "down_relu", v));
+    }
+    for (int b = 0; b < 2; b++) {
+      int y = graphs_value(m, graphs_conv(m, "conv1", v, width, 1, same));
+      y = graphs_value(m, graphs_add(m, MODEL_RELU, "relu1", y));
+      y = graphs_value(m, graphs_conv(m, "conv2", y, width, 1, same));
+      const int pair[2] = {y, v};
+      v = graphs_value(m, graphs_add(m, MODEL_RELU, "relu2",
+                                     graphs_value(m, graphs_join(m, MODEL_ADD, "add", 2, pair))));
+    }
+    v = graphs_value(m, graphs_conv(m, "plain1", v, width, 1, same));
+    v = graphs_value(m, graphs_add(m, MODEL_RELU, "relu6", v));
+    model_layer* clip = graphs_add(m, MODEL_CLIP, "clip6", v);
+    clip->p.clip.lo = 0, clip->p.clip.hi = 6;
+    v = graphs_value(m, graphs_conv(m, "plain2", graphs_value(m, clip), width, 1, same));
+  }
+  model_layer* pool = graphs_add(m, MODEL_AVGPOOL, "gap", v);
+  pool->p.pool.w = model_window_of(16, 16, 1, 0); /* the whole 16 x 16 map */
+  graphs_head(m, 10, rng);
+  return m;
+}
+
 model* graphs_mobilenet(test_rng* rng) {
   ttp_err e = {0};
   model* m = model_new((model_shape){3, 16, 14}, &e);

@@ -36,6 +36,14 @@ void graphs_finish(model* m, test_rng* rng);
    window of the whole map, fc, softmax. */
 model* graphs_resnet(int blocks, test_rng* rng);
 
+/* Residual blocks as a trained CIFAR ResNet's read once BatchNorm is folded into the
+   convolutions, on 3 x 32 x 32: a stem of 16 channels, two basic blocks (conv, ReLU, conv, the
+   shortcut's Add, ReLU), two convolutions in a row without a shortcut (the first clamped as
+   PyTorch's ReLU6 exports: ReLU then Clip), the same at 32 channels over 16 x 16 after a strided
+   convolution, global average pooling as a window of the whole map, fc, softmax: the six pairs
+   of convolutions the cudnn engine runs as ttapipe's residual block kernel in fp16. */
+model* graphs_blocks(test_rng* rng);
+
 /* MobileNetV2-like on 3 x 16 x 14: a 1x1 projection, an inverted residual (1x1 expand, ReLU6,
    3x3 depthwise, HardSwish, squeeze-and-excitation: global pooling, 1x1 convs, HardSigmoid, the
    gate's Mul), 1x1 project, the residual Add with a third, scalar input; ReduceMean as a global

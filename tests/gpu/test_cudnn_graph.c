@@ -1,8 +1,11 @@
 /* The cudnn engine on graphs (model/model.h's layers in a DAG) against the reference (the cpu
    engine), both through the streaming core (pipeline/stream.h) as ttp_open drives them: the
    residual, depthwise and squeeze-and-excitation, dense and option-A networks of
-   tests/common/graphs.c, a zoo of every layer kind and a network of NHWC widths whose
-   depthwise layers must run on ttapipe's kernel in fp16, each with random weights on odd sizes,
+   tests/common/graphs.c, a zoo of every layer kind, a network of NHWC widths whose
+   depthwise layers must run on ttapipe's kernel in fp16, and residual blocks whose pairs of
+   convolutions must run as ttapipe's residual block kernel in fp16 (graphs_blocks: at 16 and 32
+   channels, with and without the shortcut, on the map sizes that kernel is built for), each
+   with random weights on odd sizes,
    with --tta 1's and --tta 5's policies, on 33 random images:
    - every merged probability within 1e-4 (fp32) or 1e-2 (fp16, tf32: 10 bits of mantissa) of
      the reference's, and the same class wherever the reference's top two differ by more than
@@ -31,17 +34,29 @@ typedef struct outputs {
   ttp_result* results;
 } outputs;
 
+/* What an engine's description must say: `text`, `times` times (0: at least once). */
+typedef struct expected {
+  const char* text;
+  int times;
+} expected;
+
 /* Runs the images through engine (opened on m with c) in batches of at most c->max_batch;
-   the engine's description must hold `expect` where that is not NULL. */
+   the engine's description must hold what `expect` says where its text is not NULL. */
 static void run_engine(const char* what, const engine_entry* engine, const model* m,
                        const engine_config* c, const uint8_t* images, outputs out,
-                       const char* expect) {
+                       expected expect) {
   ttp_err e = {0};
   batch_stream s = {0};
   CHECK(engine_open_stream(engine, m, c, &s, &e) == TTP_OK, "%s: %s", what, e.message);
-  if (expect)
-    CHECK(strstr(s.ops->describe(s.impl), expect), "%s: the engine does not say '%s': %s", what,
-          expect, s.ops->describe(s.impl));
+  if (expect.text) {
+    const char* said = s.ops->describe(s.impl);
+    int times = 0;
+    for (const char* at = strstr(said, expect.text); at; at = strstr(at + 1, expect.text))
+      times++;
+    CHECK(expect.times ? times == expect.times : times > 0,
+          "%s: the engine says '%s' %d times, not %d: %s", what, expect.text, times,
+          expect.times, said);
+  }
   test_poison(out.probs, IMAGES * (size_t)m->classes);
   for (size_t i = 0; i < IMAGES; i++) out.results[i] = (ttp_result){-7, NAN, NAN};
   CHECK(stream_run(&s, images, IMAGES, out.results, out.probs, NULL, &e) == TTP_OK, "%s: %s",
@@ -85,9 +100,13 @@ static double check_precision(const char* what, const model* m, engine_config c,
              ttp_precision_name(c.precision), c.max_batch,
              c.use_graph ? "graphs" : "eager");
     const outputs now = c.use_graph ? graph : eager;
-    /* The network of NHWC widths runs its depthwise layers on ttapipe's kernel in fp16. */
-    const char* expect = c.precision == TTP_PRECISION_FP16 && strstr(what, "NHWC widths")
-                             ? "NHWC fp16 depthwise" : NULL;
+    /* In fp16, the network of NHWC widths runs its depthwise layers on ttapipe's kernel, the
+       residual blocks' network its six pairs of convolutions as ttapipe's residual block. */
+    expected expect = {NULL, 0};
+    if (c.precision == TTP_PRECISION_FP16 && strstr(what, "NHWC widths"))
+      expect = (expected){"NHWC fp16 depthwise", 0};
+    else if (c.precision == TTP_PRECISION_FP16 && strstr(what, "residual blocks"))
+      expect = (expected){"NHWC residual block", 6};
     run_engine(run, cudnn, m, &c, images, now, expect);
     for (size_t i = 0; i < IMAGES * classes; i++) {
       const double d = fabs((double)now.probs[i] - want.probs[i]);
@@ -133,7 +152,7 @@ static void check_model(const char* name, const model* m, int copies, test_rng* 
   char what[64 + 48];
   snprintf(what, sizeof what, "%.48s, %d cop%s", name, copies, copies == 1 ? "y" : "ies");
   outputs want = outputs_new(classes);
-  run_engine(what, engine_find(TTP_ENGINE_CPU), m, &c, images, want, NULL);
+  run_engine(what, engine_find(TTP_ENGINE_CPU), m, &c, images, want, (expected){NULL, 0});
   double spread = 0; /* the probabilities must vary, or the comparison says little */
   for (size_t i = 0; i < IMAGES * classes; i++)
     spread = fmax(spread, fabs((double)want.probs[i] - want.probs[0]));
@@ -166,6 +185,10 @@ int main(void) {
     for (int copies = 1; copies <= 5; copies += 4) check_model(names[k], models[k], copies, &rng);
     model_free(models[k]);
   }
+  model* blocks = graphs_blocks(&rng);
+  for (int copies = 1; copies <= 5; copies += 4)
+    check_model("residual blocks", blocks, copies, &rng);
+  model_free(blocks);
   printf("cudnn graphs: within 1e-4 (fp32) and 1e-2 (fp16, tf32) of the reference everywhere\n");
   return 0;
 }
