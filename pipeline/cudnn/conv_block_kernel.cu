@@ -3,48 +3,52 @@
 // sums in conv_kernels.h's order, so that the bits are gpu_conv_nhwc's for the two run one after
 // the other).
 //
-// One block of 16 warps an SM, on a persistent grid, holds both convolutions' weights (the mma's
-// B fragments, gpu_conv_weights' layout), two input windows (the next item's arrives by cp.async
-// while the block computes this one) and a middle window; an item is a few whole images. A window
-// is the image with a border of zeros (the convolution's padding), each pixel's channels followed
-// by 16 unused bytes, so that a pixel takes an odd count of 16-byte chunks and the eight rows an
-// ldmatrix phase reads (eight pixels in a row) lie in eight different bank groups.
+// Two blocks of 8 warps an SM, on a persistent grid, each holding both convolutions' weights (the
+// mma's B fragments, gpu_conv_weights' layout), two input windows (the next item's arrives by
+// cp.async while the block computes this one) and a middle window; an item is one or a few whole
+// images. Two blocks rather than one of 16 warps, so that one multiplies while the other waits at
+// its barriers. A window holds an image's rows between a zero column on either side (the
+// padding's; the rows above and below the image are not kept: the taps that would read them add
+// nothing, and are skipped), as planes of 16 bytes a pixel: plane i holds channels 8i to 8i + 7
+// of every pixel, so that the eight rows an ldmatrix phase reads (eight pixels in a row) are 128
+// consecutive bytes, in eight different bank groups, and every address is the lane's own plus a
+// constant.
 //
 // A warp computes TR output rows of 16 pixels (its tiles) at all C output channels. A 16-pixel
 // row of the window, loaded once by ldmatrix for a window column and k-step, serves the output
 // rows it lies under, one for each of the window's rows: TR + 2 loads for TR tiles where a load a
-// tile and tap would take 3 TR. Every address is the lane's own plus a constant. The first
-// convolution's epilogue (bias, clamp, rounded to fp16) goes into the middle window's centre by
-// stmatrix (its border stays zero: the second convolution's padding); the second's reads the
-// input back from the window by ldmatrix for the residual, in the accumulators' own layout, and
-// writes the output. Of the block's bytes to and from device memory, only the input is read and
-// the output written, once each.
+// tile and tap would take 3 TR. The first convolution's epilogue (bias, clamp, rounded to fp16)
+// goes into the middle window by stmatrix (its zero columns stay: the second convolution's
+// padding); the second's reads the input back from the window by ldmatrix for the residual, in
+// the accumulators' own layout, and writes the output. Of the block's bytes to and from device
+// memory, only the input is read and the output written, once each.
 #include <cuda_fp16.h>
 
 #include "conv_tile.cuh"
 
 namespace {
 
-constexpr int kWarps = 16;
+constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 
 // The layout of a block of C channels over H x W maps, TR output rows a warp.
 template <int C, int H, int W, int TR>
 struct block_layout {
-  static constexpr int kChunks = C * 2 / 16;            // 16-byte chunks of a pixel's channels
-  static constexpr int kStride = (kChunks + 1) * 16;    // bytes a window pixel: an odd count
-  static constexpr int kCols = W + 2, kRows = H + 2;    // a window: the image and its border
-  static constexpr int kRowBytes = kCols * kStride;
-  static constexpr int kImageBytes = (kRows * kRowBytes + 127) / 128 * 128;
+  static constexpr int kChunks = C * 2 / 16;            // planes: 16-byte chunks of a pixel
+  static constexpr int kCols = W + 2;                   // a window row: the image's, and zeros
+  static constexpr int kRowBytes = kCols * 16;          // of a plane
+  static constexpr int kPlaneBytes = H * kRowBytes;
+  static constexpr int kImageBytes = kChunks * kPlaneBytes;
   static constexpr int kWarpsPerImage = H / TR * (W / 16);
   static constexpr int kImages = kWarps / kWarpsPerImage;  // an item
   static constexpr int kWindowBytes = kImages * kImageBytes;
   static constexpr int kSteps = C / 16;                 // k-steps of 16 channels a tap
   static constexpr int kPairs = C / 16;                 // pairs of 8-channel n-tiles
   static constexpr int kWeightBytes = 9 * kSteps * kPairs * 512;
-  static constexpr int kShared = 2 * kWeightBytes + 3 * kWindowBytes;
+  static constexpr int kBiasBytes = (2 * C * 4 + 127) / 128 * 128;  // both, as floats
+  static constexpr int kShared = 2 * kWeightBytes + kBiasBytes + 3 * kWindowBytes;
   static_assert(H % TR == 0 && W % 16 == 0 && kWarps % kWarpsPerImage == 0, "tiles");
-  static_assert(kShared <= (227 << 10), "shared memory");
+  static_assert(kShared <= 113 << 10, "two blocks an SM");
 };
 
 __device__ __forceinline__ void ldmatrix4(unsigned (&a)[4], unsigned at) {
@@ -62,30 +66,32 @@ __device__ __forceinline__ float2 half2_value(unsigned bits) {
   return __half22float2(*reinterpret_cast<const __half2*>(&bits));
 }
 
-// The windows of the images first .. first + kImages - 1 (zeros past n) into `buffer`.
+// The windows of the images first .. first + kImages - 1 (zeros past n) into `buffer`: each
+// 16-byte chunk of a pixel into its plane, consecutive threads reading consecutive chunks.
 template <int C, int H, int W, int TR>
 __device__ __forceinline__ void load_windows(const __half* __restrict__ x, int n, int first,
                                              unsigned buffer) {
   using L = block_layout<C, H, W, TR>;
-  constexpr int kPerImage = L::kRows * L::kCols * L::kChunks;
+  constexpr int kPerImage = H * L::kCols * L::kChunks;
   for (int v = threadIdx.x; v < L::kImages * kPerImage; v += kThreads) {
     const int image = v / kPerImage, rest = v % kPerImage;
     const int pixel = rest / L::kChunks, part = rest % L::kChunks;
-    const int row = pixel / L::kCols - 1, column = pixel % L::kCols - 1;
-    const bool valid = first + image < n && row >= 0 && row < H && column >= 0 && column < W;
+    const int row = pixel / L::kCols, column = pixel % L::kCols - 1;
+    const bool valid = first + image < n && column >= 0 && column < W;
     const __half* src =
         valid ? x + (((long long)(first + image) * H + row) * W + column) * C + part * 8 : x;
-    copy16(buffer + image * L::kImageBytes + pixel * L::kStride + part * 16, src, valid);
+    copy16(buffer + image * L::kImageBytes + part * L::kPlaneBytes + pixel * 16, src, valid);
   }
 }
 
-// acc += one 3x3 convolution of this warp's TR tiles: the window rows at a_at (this lane's
-// ldmatrix row in the warp's first window row, at window column 0 and k-step 0), the weights at
-// w_at. For each window column and k-step, the B fragments of the three window rows, then each
-// of the TR + 2 window rows the tiles read, once, multiplied into every tile below it.
+// acc += one 3x3 convolution of this warp's TR tiles, output rows p0 .. p0 + TR - 1: the window
+// at a_at (this lane's ldmatrix row in window row p0 - 1, at window column 0, plane 0), the
+// weights at w_at. For each window column and k-step, the B fragments of the three window rows,
+// then each of the TR + 2 window rows the tiles read, once, multiplied into every tile below it;
+// the rows above and below the image (zeros) are skipped.
 template <int C, int H, int W, int TR>
 __device__ __forceinline__ void convolve(float (&acc)[TR][C / 8][4], unsigned a_at,
-                                         unsigned w_at, int lane) {
+                                         unsigned w_at, int p0, int lane) {
   using L = block_layout<C, H, W, TR>;
   using E = element<__half>;
 #pragma unroll
@@ -105,8 +111,9 @@ __device__ __forceinline__ void convolve(float (&acc)[TR][C / 8][4], unsigned a_
         }
 #pragma unroll
       for (int row = 0; row < TR + 2; row++) {
+        if ((row == 0 && p0 == 0) || (row == TR + 1 && p0 + TR == H)) continue;
         unsigned a[4];
-        ldmatrix4(a, a_at + row * L::kRowBytes + column * L::kStride + step * 32);
+        ldmatrix4(a, a_at + row * L::kRowBytes + column * 16 + step * 2 * L::kPlaneBytes);
 #pragma unroll
         for (int r = 0; r < 3; r++) {
           const int f = row - r;  // the tile this window row is row r of
@@ -122,7 +129,7 @@ __device__ __forceinline__ void convolve(float (&acc)[TR][C / 8][4], unsigned a_
 }
 
 template <int C, int H, int W, int TR>
-__global__ void __launch_bounds__(kThreads, 1) conv_block_kernel(
+__global__ void __launch_bounds__(kThreads, 2) conv_block_kernel(
     const __half* __restrict__ x, const unsigned char* __restrict__ w1,
     const float* __restrict__ bias1, gpu_clamp clamp1, const unsigned char* __restrict__ w2,
     const float* __restrict__ bias2, gpu_clamp clamp2, int residual, __half* __restrict__ y,
@@ -131,7 +138,8 @@ __global__ void __launch_bounds__(kThreads, 1) conv_block_kernel(
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned w1_at = shared_address(smem);
   const unsigned w2_at = w1_at + L::kWeightBytes;
-  const unsigned middle = w2_at + L::kWeightBytes;
+  float* biases = reinterpret_cast<float*>(smem + 2 * L::kWeightBytes);  // C of each
+  const unsigned middle = w2_at + L::kWeightBytes + L::kBiasBytes;
   const unsigned windows_at = middle + L::kWindowBytes;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int items = (n + L::kImages - 1) / L::kImages;
@@ -141,42 +149,48 @@ __global__ void __launch_bounds__(kThreads, 1) conv_block_kernel(
     copy16(w1_at + v * 16, w1 + v * 16, true);
     copy16(w2_at + v * 16, w2 + v * 16, true);
   }
+  // The biases too, read at each item's start from shared memory rather than device memory.
+  for (int v = threadIdx.x; v < 2 * C; v += kThreads) {
+    const float* bias = v < C ? bias1 : bias2;
+    biases[v] = bias ? bias[v % C] : 0.0f;
+  }
   int item = blockIdx.x;
   if (item < items) load_windows<C, H, W, TR>(x, n, item * L::kImages, windows_at);
   copies_commit();
-  // The middle window's border is the second convolution's zero padding: written once here,
-  // never after (the first convolution writes the centre alone).
+  // The middle window's zero columns are the second convolution's padding: written once here,
+  // never after (the first convolution writes the image's columns alone).
   for (int v = threadIdx.x; v < L::kWindowBytes / 16; v += kThreads)
     asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(middle + v * 16), "r"(0u)
                  : "memory");
 
   // This warp's tiles: image `image` of the item, output rows p0 .. p0 + TR - 1, columns q0 ..
-  // q0 + 15. This lane's ldmatrix and stmatrix row: pixel a_row of a tile, 16-byte chunk a_half
-  // of a k-step (matrix lane / 8 of the four: rows 0-7 / 8-15, channels 0-7 / 8-15).
+  // q0 + 15. This lane's ldmatrix and stmatrix row: pixel a_row of a tile, plane a_half of a
+  // k-step (matrix lane / 8 of the four: rows 0-7 / 8-15, channels 0-7 / 8-15), in window row
+  // p0 - 1 (never read where p0 is 0: convolve skips it).
   const int image = warp / L::kWarpsPerImage, in_image = warp % L::kWarpsPerImage;
   const int p0 = in_image / (W / 16) * TR, q0 = in_image % (W / 16) * 16;
   const int a_row = (lane / 8 % 2) * 8 + lane % 8, a_half = lane / 16;
-  const unsigned lane_at =
-      image * L::kImageBytes + (p0 * L::kCols + q0 + a_row) * L::kStride + a_half * 16;
-  const unsigned centre = L::kRowBytes + L::kStride;  // an output pixel's own window pixel
+  const unsigned lane_at = image * L::kImageBytes + a_half * L::kPlaneBytes +
+                           ((p0 - 1) * L::kCols + q0 + a_row) * 16;
+  const unsigned centre = L::kRowBytes + 16;  // an output pixel's own window pixel
   const int g = lane / 4, t4 = lane % 4;
 
   for (int buffer = 0; item < items; item += gridDim.x, buffer ^= 1) {
+    copies_wait_all();
+    __syncthreads();  // this item's window is in; every warp is done with the last one's
     const int next = item + gridDim.x;
     if (next < items)
       load_windows<C, H, W, TR>(x, n, next * L::kImages,
                                 windows_at + (buffer ^ 1) * L::kWindowBytes);
     copies_commit();
-    copies_wait_all_but_one();
-    __syncthreads();
     const unsigned window = windows_at + buffer * L::kWindowBytes;
     const int my_image = item * L::kImages + image;
     float acc[TR][C / 8][4];
 
-    // The first convolution, into the middle window's centre.
+    // The first convolution, into the middle window.
     if (my_image < n) {
-      start_sums<C, TR>(acc, bias1, 0, t4);
-      convolve<C, H, W, TR>(acc, window + lane_at, w1_at, lane);
+      start_sums<C, TR>(acc, biases, 0, t4);
+      convolve<C, H, W, TR>(acc, window + lane_at, w1_at, p0, lane);
 #pragma unroll
       for (int f = 0; f < TR; f++)
 #pragma unroll
@@ -185,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, 1) conv_block_kernel(
           const float* hi = acc[f][2 * np + 1];
           auto c = [&](float v) { return gpu_clamped(v, clamp1); };
           asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(
-                           middle + lane_at + centre + f * L::kRowBytes + np * 32),
+                           middle + lane_at + centre + f * L::kRowBytes + np * 2 * L::kPlaneBytes),
                        "r"(half2_bits(c(lo[0]), c(lo[1]))), "r"(half2_bits(c(lo[2]), c(lo[3]))),
                        "r"(half2_bits(c(hi[0]), c(hi[1]))), "r"(half2_bits(c(hi[2]), c(hi[3])))
                        : "memory");
@@ -195,8 +209,8 @@ __global__ void __launch_bounds__(kThreads, 1) conv_block_kernel(
 
     // The second, from the middle window, + the input, to device memory.
     if (my_image < n) {
-      start_sums<C, TR>(acc, bias2, 0, t4);
-      convolve<C, H, W, TR>(acc, middle + lane_at, w2_at, lane);
+      start_sums<C, TR>(acc, biases + C, 0, t4);
+      convolve<C, H, W, TR>(acc, middle + lane_at, w2_at, p0, lane);
       __half* out = y + (((long long)my_image * H + p0) * W + q0 + g) * C + t4 * 2;
 #pragma unroll
       for (int f = 0; f < TR; f++)
@@ -205,7 +219,8 @@ __global__ void __launch_bounds__(kThreads, 1) conv_block_kernel(
           // the input at these outputs, in the accumulators' layout: (rows 0-7, 8-15) of
           // n-tile 2 np, then of 2 np + 1
           unsigned z[4] = {0u, 0u, 0u, 0u};
-          if (residual) ldmatrix4(z, window + lane_at + centre + f * L::kRowBytes + np * 32);
+          if (residual)
+            ldmatrix4(z, window + lane_at + centre + f * L::kRowBytes + np * 2 * L::kPlaneBytes);
 #pragma unroll
           for (int jj = 0; jj < 2; jj++)
 #pragma unroll
@@ -221,19 +236,17 @@ __global__ void __launch_bounds__(kThreads, 1) conv_block_kernel(
             }
         }
     }
-    __syncthreads();  // every warp is done with this input and the middle before they refill
   }
 }
 
 // The shapes the kernel is built for: C channels over H x W maps, TR output rows a warp (ResNet
-// stages of 16 and 32 channels; TR 2 at 32 channels, where four rows' accumulators and windows
-// would not fit).
+// stages of 16 and 32 channels; the most rows whose accumulators and windows fit).
 template <int C, int H, int W, int TR>
 struct block_shape {};
 
 template <typename F>
 bool with_shape(int c, int h, int w, F f) {
-  if (c == 16 && h == 32 && w == 32) return f(block_shape<16, 32, 32, 4>()), true;
+  if (c == 16 && h == 32 && w == 32) return f(block_shape<16, 32, 32, 8>()), true;
   if (c == 16 && h == 16 && w == 16) return f(block_shape<16, 16, 16, 4>()), true;
   if (c == 32 && h == 16 && w == 16) return f(block_shape<32, 16, 16, 2>()), true;
   return false;
@@ -246,13 +259,17 @@ cudaError_t launch(block_shape<C, H, W, TR>, const void* x, const void* w1, cons
   using L = block_layout<C, H, W, TR>;
   cudaError_t err = cudaFuncSetAttribute(conv_block_kernel<C, H, W, TR>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, L::kShared);
-  int device = 0, sms = 0;
+  int device = 0, sms = 0, resident = 0;
   if (err == cudaSuccess) err = cudaGetDevice(&device);
   if (err == cudaSuccess)
     err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err == cudaSuccess)
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, conv_block_kernel<C, H, W, TR>,
+                                                        kThreads, L::kShared);
   if (err != cudaSuccess) return err;
+  const long long fill = (long long)sms * (resident > 0 ? resident : 1);
   const int items = (n + L::kImages - 1) / L::kImages;
-  conv_block_kernel<C, H, W, TR><<<(unsigned)(items < sms ? items : sms), kThreads, L::kShared,
+  conv_block_kernel<C, H, W, TR><<<(unsigned)(items < fill ? items : fill), kThreads, L::kShared,
                                    stream>>>(
       static_cast<const __half*>(x), static_cast<const unsigned char*>(w1), bias1, clamp1,
       static_cast<const unsigned char*>(w2), bias2, clamp2, residual, static_cast<__half*>(y), n);
