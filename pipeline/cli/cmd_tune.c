@@ -5,8 +5,8 @@
    part tuned on, the last --holdout of them held out. The search (greedy, in the spirit of
    Molchanov et al. 2020's greedy policy search, over ttapipe's parameters instead of a list of
    operations): start from the better of the plain model (one copy) and the arguments' policy
-   (by default `--tta 5`), then sweep each parameter's values in turn, keeping a change when it
-   is better by the objective (accuracy, ties by NLL; or NLL), twice over or until the budget
+   (by default `--tta 5`), then sweep each parameter's values in turn (from 5 plain copies while
+   the plain model is the best: neutral), keeping a change when it is better by the objective (accuracy, ties by NLL; or NLL), twice over or until the budget
    (--candidates, --seconds) is spent. Copy 0 stays the image as it is. Each candidate is a
    pipeline opened with that policy (the cudnn engine choosing by its fixed rule): correct and
    deterministic for a seed, not yet fast on the GPU (a policy change re-plans).
@@ -107,6 +107,18 @@ static ttp_tta canonical(ttp_tta t) {
   c.seed = t.seed;
   c.temperature = t.temperature;
   return c;
+}
+
+/* Where a sweep starts while the plain model is the best: 5 copies that are the image itself (no
+   shift, contrast, brightness or noise, no views), so that each candidate adds one variation to
+   the plain model. From ttp_tta_init's defaults instead (a shift of 2, contrast, brightness and
+   noise) no single change could win where the defaults cost more than it gains: on the shipped
+   Fashion-MNIST ResNet every such candidate lost to the plain model, a mirror among them
+   (BENCHMARKS.md, issue 43). */
+static ttp_tta neutral(ttp_tta t) {
+  t.copies = 5, t.keep_original = 1, t.shift = 0;
+  t.contrast_min = t.contrast_max = 1, t.brightness_min = t.brightness_max = 0, t.noise = 0;
+  return t;
 }
 
 typedef struct tuner {
@@ -272,7 +284,7 @@ static int search(tuner* u, ttp_tta start, double seconds, fold* f) {
       for (int k = 0; u->sweeps >> s & 1 && k < sweeps[s].count && index >= 0 &&
                       rc == CLI_EXIT_OK; k++) {
         ttp_tta t = u->tried[best];
-        if (t.copies == 1 && s > 0) t.copies = 5; /* the other parameters act on copies */
+        if (t.copies == 1 && s > 0) t = neutral(t); /* the other parameters act on copies */
         set(&t, &sweeps[s], k);
         rc = try_policy(u, &t, &index);
         if (rc == CLI_EXIT_OK && index >= 0 && better(u, index, best)) best = index;
