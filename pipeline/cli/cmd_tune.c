@@ -42,7 +42,7 @@ static const cli_option tune_options[] = {
                           "(e.g. the one in use), image by image"},
     {"split-seed", "S", "seed of the split, 0..2^64-1 (default 1)"},
     {"candidates", "N", "at most N policies tried, 1..1000 (default 40)"},
-    {"seconds", "S", "stop the search after S seconds (default: no limit)"},
+    {"seconds", "S", "stop the search after S seconds, each fold's (default: no limit)"},
     {"json", "FILE", "also write the search and the held-out metrics as JSON"},
     {"splits", "FILE", "also write the two splits: 'tune' and 'heldout' lines of the images' "
                        "indices in the IDX file, or with a directory one line a file, 'tune "
@@ -218,7 +218,8 @@ static double paired(size_t n, double (*d)(const void*, size_t), const void* ctx
     mean += v, squares += v * v;
   }
   mean /= (double)n;
-  const double error = sqrt(fmax(squares / (double)n - mean * mean, 0) / (double)n);
+  const double variance = n > 1 ? fmax(squares - (double)n * mean * mean, 0) / (double)(n - 1) : 0;
+  const double error = sqrt(variance / (double)n);
   *z = error > 0 ? mean / error : mean > 0 ? HUGE_VAL : mean < 0 ? -HUGE_VAL : 0;
   return mean;
 }
@@ -251,7 +252,8 @@ static int try_policy(tuner* u, const ttp_tta* given, int* index) {
   const ttp_tta t = canonical(*given);
   for (int i = 0; i < u->count; i++)
     if (memcmp(&u->tried[i], &t, sizeof t) == 0) return *index = i, CLI_EXIT_OK;
-  if (u->count >= u->budget || (u->deadline > 0 && cli_now() > u->deadline)) return *index = -1, 0;
+  if (u->count > 0 && (u->count >= u->budget || (u->deadline > 0 && cli_now() > u->deadline)))
+    return *index = -1, 0; /* the first, the plain model, is always tried */
   u->temperatures[u->count] = 1;
   const int rc = evaluate(u, &t, 0, &u->scores[u->count],
                           u->fit ? &u->temperatures[u->count] : NULL, NULL, NULL);
@@ -397,7 +399,8 @@ static void json_fold(FILE* j, const tuner* u, const fold* f, uint64_t split_see
              "  \"heldout\": {",
           objective_nll ? "nll" : "accuracy", (unsigned long long)split_seed, u->n[0], u->n[1],
           f->tried, f->seconds, f->policies[HELD_CHOSEN].temperature, f->tuning.accuracy,
-          f->tuning.nll, f->gain, isfinite(f->z) ? f->z : 1e9, f->kept_plain ? "true" : "false");
+          f->tuning.nll, f->gain, isfinite(f->z) ? f->z : copysign(1e9, f->z),
+          f->kept_plain ? "true" : "false");
   int first = 1;
   for (int k = 0; k < HELD_ROWS; k++) {
     if (!f->has[k]) continue;

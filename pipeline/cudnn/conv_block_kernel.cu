@@ -134,6 +134,7 @@ __global__ void __launch_bounds__(kThreads, 2) conv_block_kernel(
     const float* __restrict__ bias1, gpu_clamp clamp1, const unsigned char* __restrict__ w2,
     const float* __restrict__ bias2, gpu_clamp clamp2, int residual, __half* __restrict__ y,
     int n) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // stmatrix: sm_90 (takes() asks for it)
   using L = block_layout<C, H, W, TR>;
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned w1_at = shared_address(smem);
@@ -237,12 +238,18 @@ __global__ void __launch_bounds__(kThreads, 2) conv_block_kernel(
         }
     }
   }
+#endif
 }
 
 // The shapes the kernel is built for: C channels over H x W maps, TR output rows a warp (ResNet
 // stages of 16 and 32 channels; the most rows whose accumulators and windows fit).
 template <int C, int H, int W, int TR>
 struct block_shape {};
+
+template <int C, int H, int W, int TR>
+block_layout<C, H, W, TR> layout_of(block_shape<C, H, W, TR>) {
+  return {};
+}
 
 template <typename F>
 bool with_shape(int c, int h, int w, F f) {
@@ -276,11 +283,23 @@ cudaError_t launch(block_shape<C, H, W, TR>, const void* x, const void* w1, cons
   return cudaGetLastError();
 }
 
-// Whether s is a shape the kernel is built for: c = k, a 3x3 window of stride 1 padded by 1.
+// Whether s is a shape the kernel is built for (c = k, a 3x3 window of stride 1 padded by 1) and
+// the current device runs it: sm_90 or later (stmatrix), with a block's shared memory.
 bool takes(const gpu_conv_shape& s, int half) {
-  return half && s.n >= 1 && s.c == s.k && s.r == 3 && s.s == 3 && s.stride_h == 1 &&
-         s.stride_w == 1 && s.dil_h == 1 && s.dil_w == 1 && s.pad_t == 1 && s.pad_l == 1 &&
-         s.p == s.h && s.q == s.w && with_shape(s.c, s.h, s.w, [](auto) {});
+  int shared = 0;
+  const bool shape = half && s.n >= 1 && s.c == s.k && s.r == 3 && s.s == 3 && s.stride_h == 1 &&
+                     s.stride_w == 1 && s.dil_h == 1 && s.dil_w == 1 && s.pad_t == 1 &&
+                     s.pad_l == 1 && s.p == s.h && s.q == s.w &&
+                     with_shape(s.c, s.h, s.w, [&](auto shape_of) {
+                       shared = layout_of(shape_of).kShared;
+                     });
+  int device = 0, major = 0, optin = 0;
+  return shape && cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
+             cudaSuccess &&
+         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+             cudaSuccess &&
+         major >= 9 && optin >= shared;
 }
 
 }  // namespace

@@ -53,15 +53,17 @@ ttp_status gpu_conv_nhwc(const void* x, const void* weights, const float* bias, 
                          cudaStream_t stream, ttp_err* e);
 
 /* Whether gpu_conv_block_nhwc takes two convolutions of shape s in a row: fp16 (half), c = k
-   channels, a 3x3 window of stride 1 padded by 1, and maps it is built for (16 channels over
-   32x32 or 16x16, 32 over 16x16: a CIFAR ResNet's first two stages). */
+   channels, a 3x3 window of stride 1 padded by 1, maps it is built for (16 channels over 32x32
+   or 16x16, 32 over 16x16: a CIFAR ResNet's first two stages), on a current device of sm_90 or
+   later with the shared memory it needs. */
 int gpu_conv_block_nhwc_takes(const gpu_conv_shape* s, int half);
 
 /* y = clamp2(conv(m, weights2) + bias2 [+ x]), m = clamp1(conv(x, weights1) + bias1) rounded to
    fp16, both convolutions of shape s, in one kernel: a residual network's basic block (residual:
    + x) or two convolutions in a row (no residual). m stays in shared memory, so that x is read
    and y written once. The bits are gpu_conv_nhwc's for the same two convolutions run one after
-   the other. fp16 values; weights and biases as gpu_conv_nhwc's (NULL bias: none); y not
+   the other (given finite weights: the taps it skips, on the rows above and below the image,
+   would add 0 x w, NaN where w is not finite). fp16 values; weights and biases as gpu_conv_nhwc's (NULL bias: none); y not
    overlapping x. Launch only (capture-safe). */
 ttp_status gpu_conv_block_nhwc(const void* x, const void* weights1, const float* bias1,
                                gpu_clamp clamp1, const void* weights2, const float* bias2,
