@@ -146,6 +146,14 @@ static const char* const held_names[HELD_ROWS] = {"plain", "--tta 5", "compared"
 static const char* const held_keys[HELD_ROWS] = {"plain", "tta5", "compared", "chosen",
                                                  "chosen_t1"};
 
+/* The chosen policy against another on the same held-out images, image by image: the gains in
+   accuracy (points) and NLL (positive: the chosen better), each in standard errors of the mean
+   of the paired differences (compare). */
+typedef struct comparison {
+  double accuracy, accuracy_z, nll, nll_z;
+  size_t images;
+} comparison;
+
 /* One fold: the search on its tuning split and the policies held out. */
 typedef struct fold {
   int best, kept_plain, tried;
@@ -156,6 +164,7 @@ typedef struct fold {
   metrics held[HELD_ROWS];
   float* losses[HELD_ROWS];   /* held out, image by image: plain, compared, chosen */
   uint8_t* correct[HELD_ROWS];
+  comparison over_plain, over_compared; /* the chosen's paired gains (compare_fold) */
 } fold;
 
 static void fold_free(fold* f) {
@@ -326,10 +335,6 @@ static void print_row(const char* name, const metrics* m) {
 /* The chosen policy against another on the same held-out images, image by image: the gains in
    accuracy (points) and NLL (positive: the chosen better), each in standard errors of the mean
    of the paired differences. */
-typedef struct comparison {
-  double accuracy, accuracy_z, nll, nll_z;
-  size_t images;
-} comparison;
 
 typedef struct correct_pair {
   const uint8_t *a, *b;
@@ -380,13 +385,17 @@ static void print_fold(const tuner* u, const fold* f, uint64_t split_seed, int o
   printf("held out  %13s %19s %9s %9s %9s\n", "", "accuracy (95%)", "NLL", "Brier", "ECE");
   for (int k = 0; k < HELD_ROWS; k++)
     if (f->has[k]) print_row(held_names[k], &f->held[k]);
-  const size_t n = u->n[1];
-  print_comparison("paired", "plain", compare(n, f->losses[HELD_CHOSEN], f->correct[HELD_CHOSEN],
-                                              f->losses[HELD_PLAIN], f->correct[HELD_PLAIN]));
+  print_comparison("paired", "plain", f->over_plain);
+  if (f->has[HELD_COMPARED]) print_comparison("", "compared", f->over_compared);
+}
+
+/* The chosen's paired gains over the plain model and --compare's, on the n held-out images. */
+static void compare_fold(fold* f, size_t n) {
+  f->over_plain = compare(n, f->losses[HELD_CHOSEN], f->correct[HELD_CHOSEN],
+                          f->losses[HELD_PLAIN], f->correct[HELD_PLAIN]);
   if (f->has[HELD_COMPARED])
-    print_comparison("", "compared",
-                     compare(n, f->losses[HELD_CHOSEN], f->correct[HELD_CHOSEN],
-                             f->losses[HELD_COMPARED], f->correct[HELD_COMPARED]));
+    f->over_compared = compare(n, f->losses[HELD_CHOSEN], f->correct[HELD_CHOSEN],
+                               f->losses[HELD_COMPARED], f->correct[HELD_COMPARED]);
 }
 
 /* A fold as a JSON object's members (the search's trace from u, which holds it still). */
@@ -410,14 +419,8 @@ static void json_fold(FILE* j, const tuner* u, const fold* f, uint64_t split_see
     first = 0;
   }
   fprintf(j, "\n  },\n  \"paired\": {\n");
-  const size_t n = u->n[1];
-  json_comparison(j, "plain", compare(n, f->losses[HELD_CHOSEN], f->correct[HELD_CHOSEN],
-                                      f->losses[HELD_PLAIN], f->correct[HELD_PLAIN]),
-                  !f->has[HELD_COMPARED]);
-  if (f->has[HELD_COMPARED])
-    json_comparison(j, "compared", compare(n, f->losses[HELD_CHOSEN], f->correct[HELD_CHOSEN],
-                                           f->losses[HELD_COMPARED], f->correct[HELD_COMPARED]),
-                    1);
+  json_comparison(j, "plain", f->over_plain, !f->has[HELD_COMPARED]);
+  if (f->has[HELD_COMPARED]) json_comparison(j, "compared", f->over_compared, 1);
   /* the search's trace: each policy tried, in order, with its score on the tuning split
      (cli_describe_tta's words hold no quote or backslash) */
   fprintf(j, "  },\n  \"tried\": [");
@@ -618,6 +621,7 @@ static int run_tune(const cli_args* a) {
     f[k].has[HELD_CHOSEN_T1] = held[HELD_CHOSEN].temperature != 1.0f;
     rc = hold_out(u, &f[k]);
     if (rc != CLI_EXIT_OK) break;
+    compare_fold(&f[k], u->n[1]);
     if (folds == 2) printf("fold %d of 2\n", k + 1);
     print_fold(u, &f[k], split_seed, objective == 1);
     if (json) {
