@@ -53,20 +53,27 @@ __device__ __forceinline__ unsigned operator/(unsigned n, const fastdiv& f) {
 }
 
 // How a shape is cut into work: KT output channels a block, items of `images` whole images or
-// of `band` output rows of one image, the window an item reads, the shared memory it takes.
+// of `band` output rows of one image, the window an item reads (cp channels a pixel: the input's
+// c and zeros up to a whole k-step), the shared memory it takes.
 struct conv_plan {
-  int kt, images, band, bands, items, window_rows, window_cols;
+  int kt, cp, images, band, bands, items, window_rows, window_cols;
   size_t weight_bytes, window_bytes, shared;
   fastdiv by_bands, by_row_chunks, by_chunks, by_window_rows, by_item_pixels, by_q;
 };
 
 inline size_t round128(size_t n) { return (n + 127) / 128 * 128; }
 
+// The channels a window pixel holds: c up to a whole k-step of 32 bytes (16 in fp16, 8 in fp32).
+inline int window_channels(int c, int elem) {
+  const int step = 32 / elem;
+  return (c + step - 1) / step * step;
+}
+
 // The divisors of a plan whose kt, images, band, window_rows and window_cols are set, and its
 // bands and items; false where the kernels' 32-bit indexing (fastdiv's 2^24, the step table)
 // would not hold.
 inline bool plan_indexing(const gpu_conv_shape& s, int elem, conv_plan* p) {
-  const size_t pixel_bytes = (size_t)s.c * elem;
+  const size_t pixel_bytes = (size_t)p->cp * elem;
   p->bands = (s.p + p->band - 1) / p->band;
   p->items = (s.n + p->images - 1) / p->images * p->bands;
   const int row_chunks = (int)(p->window_cols * pixel_bytes / 16);
@@ -89,16 +96,17 @@ inline bool plan_indexing(const gpu_conv_shape& s, int elem, conv_plan* p) {
 int plan_conv(const gpu_conv_shape& s, int elem, conv_plan* pl) {
   const int rows_full = (s.p - 1) * s.stride_h + (s.r - 1) * s.dil_h + 1;
   const int cols = (s.q - 1) * s.stride_w + (s.s - 1) * s.dil_w + 1;
-  const size_t pixel_bytes = (size_t)s.c * elem;
+  const int cp = window_channels(s.c, elem);
+  const size_t pixel_bytes = (size_t)cp * elem;
   int found = 0;
   for (int per_sm = 2; per_sm >= 1 && !found; per_sm--) {
     const size_t budget = per_sm == 2 ? kSharedForTwo : kSharedPerSM;
     for (int kt : {64, 48, 32, 16}) {
       if (s.k % kt) continue;
-      const size_t weights = (size_t)s.r * s.s * s.c * kt * elem;
+      const size_t weights = (size_t)s.r * s.s * cp * kt * elem;
       if (weights >= budget) continue;
       conv_plan p = {};
-      p.kt = kt, p.weight_bytes = weights, p.window_cols = cols;
+      p.kt = kt, p.cp = cp, p.weight_bytes = weights, p.window_cols = cols;
       const size_t image_bytes = round128((size_t)rows_full * cols * pixel_bytes);
       if (weights + 2 * image_bytes <= budget) {  // whole images, as many as fit (powers of 2)
         p.band = s.p, p.window_rows = rows_full, p.images = 1;
@@ -148,7 +156,7 @@ __device__ __forceinline__ unsigned swizzle(unsigned byte) {
 
 // The window of item `item` into the buffer at `buffer` (a shared address), by the block's
 // Threads threads: for each of the item's images and window rows, the input row's pixels from
-// column -pad_l on, 16 bytes a copy.
+// column -pad_l on, 16 bytes a copy (zeros for the chunks past the input's c channels).
 template <int Threads, typename T>
 __device__ __forceinline__ void load_window(const T* __restrict__ x, const gpu_conv_shape& s,
                                             const conv_plan& pl, int item, unsigned buffer) {
@@ -165,7 +173,8 @@ __device__ __forceinline__ void load_window(const T* __restrict__ x, const gpu_c
     const int row = top + (int)(row_all - image * pl.window_rows);
     const int column = (int)col - s.pad_l;
     const int n = first_image + (int)image;
-    const bool valid = n < s.n && row >= 0 && row < s.h && column >= 0 && column < s.w;
+    const bool valid = n < s.n && row >= 0 && row < s.h && column >= 0 && column < s.w &&
+                       (int)(part * (16 / sizeof(T))) < s.c;
     const T* src =
         valid ? x + (((long long)n * s.h + row) * s.w + column) * s.c + part * (16 / sizeof(T))
               : x;
@@ -180,10 +189,11 @@ __device__ __forceinline__ void load_window(const T* __restrict__ x, const gpu_c
 // (window pixels << 8 | k-step).
 template <int Threads, int KPairs, typename T>
 __device__ __forceinline__ void load_weights(const unsigned char* __restrict__ w,
-                                             const gpu_conv_shape& s, int window_cols,
+                                             const gpu_conv_shape& s, const conv_plan& pl,
                                              int first_pair, unsigned weights_at,
                                              unsigned* step_at) {
-  const int steps = s.c * (int)sizeof(T) / 32, all_steps = s.r * s.s * steps;
+  const int window_cols = pl.window_cols;
+  const int steps = pl.cp * (int)sizeof(T) / 32, all_steps = s.r * s.s * steps;
   const int pairs = s.k / 16, chunks = all_steps * KPairs * 32;
   for (int v = threadIdx.x; v < chunks; v += Threads) {
     const int tap_step = v / (KPairs * 32), rest = v - tap_step * KPairs * 32;
@@ -266,12 +276,11 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
   const unsigned windows_at = weights_at + (unsigned)pl.weight_bytes;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int k0 = blockIdx.y * KT;
-  const int steps = s.c * (int)sizeof(T) / 32;  // 32 bytes of input channels a k-step
+  const int steps = pl.cp * (int)sizeof(T) / 32;  // 32 bytes of input channels a k-step
   const int all_steps = s.r * s.s * steps;
 
   // This block's slice of the weights: its kPairs of the layer's k / 16 pairs.
-  load_weights<kThreads, kPairs, T>(w, s, pl.window_cols, blockIdx.y * kPairs, weights_at,
-                                    step_at);
+  load_weights<kThreads, kPairs, T>(w, s, pl, blockIdx.y * kPairs, weights_at, step_at);
   int item = blockIdx.x;
   if (item < pl.items) load_window<kThreads>(x, s, pl, item, windows_at);
   copies_commit();
@@ -281,7 +290,7 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
   const int a_row = (lane / 8 % 2) * 8 + lane % 8;
   const int item_pixels = pl.images * pl.band * s.q;
   const int tiles = (item_pixels + 15) / 16;
-  const unsigned pixel_bytes = (unsigned)s.c * sizeof(T);
+  const unsigned pixel_bytes = (unsigned)pl.cp * sizeof(T);
   const int g = lane / 4, t4 = lane % 4;
 
   for (int buffer = 0; item < pl.items; item += gridDim.x, buffer ^= 1) {
@@ -394,11 +403,15 @@ cudaError_t launch(const void* x, const void* w, const float* bias, const void* 
 
 // Whether the kernel takes the shape, and how it cuts it (*pl) where it does.
 int takes(const gpu_conv_shape& s, int half, conv_plan* pl) {
-  return s.c % 16 == 0 && s.k % 16 == 0 && s.c >= 16 && s.k >= 16 && s.n >= 1 && s.p >= 1 &&
+  return s.c % 8 == 0 && s.k % 16 == 0 && s.c >= 8 && s.k >= 16 && s.n >= 1 && s.p >= 1 &&
          s.q >= 1 && plan_conv(s, half ? 2 : 4, pl);
 }
 
 }  // namespace
+
+extern "C" int gpu_conv_nhwc_window_channels(int c, int half) {
+  return window_channels(c, half ? 2 : 4);
+}
 
 extern "C" int gpu_conv_nhwc_takes(const gpu_conv_shape* s, int half) {
   conv_plan pl;
@@ -411,7 +424,8 @@ extern "C" ttp_status gpu_conv_nhwc(const void* x, const void* weights, const fl
   conv_plan pl;
   if (!takes(*s, half, &pl))
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_conv_nhwc: %d to %d channels, a %dx%d window "
-               "(multiples of 16 channels, the weights and two windows within shared memory)",
+               "(multiples of 8 and 16 channels, the weights and two windows within shared "
+               "memory)",
                s->c, s->k, s->r, s->s);
   const cudaError_t err = half ? launch<__half>(x, weights, bias, z, y, *s, pl, clamp, stream)
                                : launch<float>(x, weights, bias, z, y, *s, pl, clamp, stream);

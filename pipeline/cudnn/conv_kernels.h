@@ -35,10 +35,15 @@ static __device__ __forceinline__ float gpu_clamped(float v, gpu_clamp c) {
 }
 #endif
 
-/* Whether gpu_conv_nhwc takes the shape in fp16 (half) or fp32: c and k multiples of 16, and a
-   slice of the weights (16 to 64 output channels) with two input windows of at least one output
-   row each within a block's shared memory. */
+/* Whether gpu_conv_nhwc takes the shape in fp16 (half) or fp32: c a multiple of 8 and k of 16,
+   and a slice of the weights (16 to 64 output channels) with two input windows of at least one
+   output row each within a block's shared memory. */
 int gpu_conv_nhwc_takes(const gpu_conv_shape* s, int half);
+
+/* The input channels gpu_conv_nhwc's weights are laid out for (gpu_conv_weights' cp) on an input
+   of c channels: c up to a whole k-step (16 in fp16, 8 in fp32), the window's pixels in shared
+   memory padded with zeros to that, so that a MobileNet's 24 channels run as 32. */
+int gpu_conv_nhwc_window_channels(int c, int half);
 
 /* y = clamped(conv(x, weights) + bias + z), fp32 sums rounded once at the end. Each output's sum
    starts from the bias and adds the tensor cores' partial sums (16 input channels in fp16, 8 in
@@ -71,7 +76,7 @@ ttp_status gpu_conv_block_nhwc(const void* x, const void* weights1, const float*
                                cudaStream_t stream, ttp_err* e);
 
 /* The model's weights k x c x r x s (floats) into the order gpu_conv_nhwc reads them for an input
-   of cp >= c channels (cp a multiple of 16; those past c zeros), in fp16 (half) or TF32: for each
+   of cp >= c channels (gpu_conv_nhwc_window_channels; those past c zeros), in fp16 (half) or TF32: for each
    window column, k-step of 32 bytes of input channels (16 in fp16, 8 in TF32), window row (the
    sum order) and pair of 8-channel n-tiles,
    the tensor cores' B fragments in the order the 32 lanes hold them (k x cp x r x s values in

@@ -1,5 +1,7 @@
-// The cudnn engine's own kernels (see cudnn_kernels.h): grid-stride loops, one element a thread.
+// The cudnn engine's own kernels (see cudnn_kernels.h): grid-stride loops, one element a thread
+// (the elementwise layers 16 bytes a thread where the shapes allow).
 #include <cuda_fp16.h>
+#include <stdint.h>
 
 #include "cudnn_kernels.h"
 #include "../element.cuh"
@@ -110,6 +112,65 @@ __global__ void elementwise_kernel(gpu_binary_op op, gpu_operands x, T* out, siz
     }
     store(&out[i], acc);
   }
+}
+
+// elementwise_kernel 16 bytes at a time (8 fp16 or 4 fp32 values of one row and, in NHWC, of
+// one pixel; in NCHW of one channel), for tensors whose rows, and NHWC pixels or NCHW planes,
+// are whole vectors: one division a vector instead of two an element, 16-byte loads and
+// stores (a MobileNet's squeeze-and-excitation gate, x times one value a channel, is such a
+// layer). The same sums in the same order as elementwise_kernel, so the same bits.
+template <typename T>
+__global__ void elementwise_vector_kernel(gpu_binary_op op, gpu_operands x, T* out,
+                                          size_t vectors, gpu_dims d) {
+  constexpr int kVector = 16 / sizeof(T);
+  const size_t per_row = (size_t)d.c * d.h * d.w;
+  for (size_t v = blockIdx.x * (size_t)blockDim.x + threadIdx.x; v < vectors;
+       v += (size_t)gridDim.x * blockDim.x) {
+    const size_t i = v * kVector, row = i / per_row;
+    const int c = channel_of(d, i);
+    const uint4 first = *reinterpret_cast<const uint4*>(static_cast<const T*>(x.in[0]) + i);
+    const T* xs = reinterpret_cast<const T*>(&first);
+    float acc[kVector];
+#pragma unroll
+    for (int u = 0; u < kVector; u++) acc[u] = gpu_wide(xs[u]);
+    for (int k = 1; k < x.count; k++) {
+      const T* in = static_cast<const T*>(x.in[k]);
+      float operand[kVector];
+      if (x.spread[k] == GPU_EVERY || (x.spread[k] == GPU_PER_CHANNEL && d.nhwc)) {
+        const uint4 loaded = *reinterpret_cast<const uint4*>(
+            in + (x.spread[k] == GPU_EVERY ? i : row * d.c + c));
+        const T* vs = reinterpret_cast<const T*>(&loaded);
+#pragma unroll
+        for (int u = 0; u < kVector; u++) operand[u] = gpu_wide(vs[u]);
+      } else {  // one value for the vector: its row's, or its NCHW channel's
+        const float value = gpu_wide(in[x.spread[k] == GPU_PER_ROW ? row : row * d.c + c]);
+#pragma unroll
+        for (int u = 0; u < kVector; u++) operand[u] = value;
+      }
+#pragma unroll
+      for (int u = 0; u < kVector; u++) switch (op) {
+          case GPU_ADD: acc[u] += operand[u]; break;
+          case GPU_SUB: acc[u] -= operand[u]; break;
+          case GPU_MUL: acc[u] *= operand[u]; break;
+          default: acc[u] /= operand[u]; break;
+        }
+    }
+    uint4 result;
+    T* rs = reinterpret_cast<T*>(&result);
+#pragma unroll
+    for (int u = 0; u < kVector; u++) rs[u] = gpu_narrow<T>(acc[u]);
+    *reinterpret_cast<uint4*>(out + i) = result;
+  }
+}
+
+// Whether elementwise_vector_kernel takes the operands: every pointer 16-byte aligned, NHWC
+// pixels (or NCHW planes) of whole vectors, and a per-channel operand's channels in NHWC at
+// whole vectors too (c a multiple of the vector: then so is row x c).
+bool elementwise_vectors(const gpu_operands& x, const void* out, gpu_dims d, int vector) {
+  if ((d.nhwc ? d.c : d.h * d.w) % vector || (uintptr_t)out % 16) return false;
+  for (int k = 0; k < x.count; k++)
+    if ((uintptr_t)x.in[k] % 16 && (k == 0 || x.spread[k] != GPU_PER_ROW)) return false;
+  return true;
 }
 
 template <typename T>
@@ -293,6 +354,16 @@ extern "C" ttp_status gpu_elementwise(gpu_binary_op op, const gpu_operands* x, v
                                       size_t rows, gpu_dims d, int half, cudaStream_t stream,
                                       ttp_err* e) {
   const size_t total = rows * d.c * d.h * d.w;
+  const int vector = half ? 8 : 4;
+  if (elementwise_vectors(*x, out, d, vector)) {
+    if (half)
+      elementwise_vector_kernel<<<blocks_for(total / vector), kThreads, 0, stream>>>(
+          op, *x, static_cast<__half*>(out), total / vector, d);
+    else
+      elementwise_vector_kernel<<<blocks_for(total / vector), kThreads, 0, stream>>>(
+          op, *x, static_cast<float*>(out), total / vector, d);
+    return launched("elementwise_vector_kernel", e);
+  }
   if (half)
     elementwise_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
         op, *x, static_cast<__half*>(out), total, d);

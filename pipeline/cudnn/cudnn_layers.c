@@ -449,7 +449,8 @@ static ttp_status own_conv_upload(gpu_context* ctx, gpu_layer* L, float* weights
 
 static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   const model_layer* l = L->l;
-  const int k = l->p.conv.k, c = L->x_shape.c, r = l->p.conv.w.r, t = l->p.conv.w.s;
+  const int k = l->p.conv.k, r = l->p.conv.w.r, t = l->p.conv.w.s;
+  const int c = gpu_conv_nhwc_window_channels(L->x_shape.c, ctx->half);
   const size_t count = (size_t)k * c * r * t;
   float* rsck = malloc(count * sizeof *rsck);
   if (!rsck) return ERR_NOMEM(e, count * sizeof *rsck);

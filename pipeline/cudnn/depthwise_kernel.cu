@@ -5,7 +5,7 @@
 // for each tap of the window, one 16-byte load of the input pixel's channels and one of the
 // tap's weights, fp32 multiply-adds. Consecutive threads take consecutive vectors of a pixel,
 // then the next pixels of the row, so a warp's loads and stores are contiguous. A block's
-// threads lie in one image (blockIdx.x): 32-bit indices inside it. The 3x3 window, MobileNets'
+// threads lie in one image (blockIdx.x over the blocks an image): 32-bit indices inside it. The 3x3 window, MobileNets'
 // own, is unrolled at compile time so that its nine loads are in flight together; other windows
 // loop.
 #include <cuda_fp16.h>
@@ -23,12 +23,16 @@ __global__ void __launch_bounds__(kThreads) depthwise_nhwc_kernel(
     const T* __restrict__ z, T* __restrict__ y, gpu_conv_shape s, gpu_clamp clamp) {
   constexpr int kVector = 16 / sizeof(T);  // channels a thread
   const int vectors = s.c / kVector;
-  const int i = blockIdx.y * kThreads + threadIdx.x;  // (p, q, vector) inside the image
+  // Blocks walk one image's rows before the next image's, so that the rows a block reads above
+  // and below its own are in the L2 from its neighbours (a grid of image-major blocks read each
+  // input about three times from memory).
+  const int per_image = (s.p * s.q * vectors + kThreads - 1) / kThreads;
+  const long long image = blockIdx.x / per_image;
+  const int i = (int)(blockIdx.x - image * per_image) * kThreads + threadIdx.x;  // (p, q, vector)
   if (i >= s.p * s.q * vectors) return;
   const int v = i % vectors, pixel = i / vectors;
   const int p = pixel / s.q, q = pixel % s.q;
   const int r_count = R ? R : s.r, s_count = S ? S : s.s;
-  const long long image = blockIdx.x;
   const T* plane = x + image * s.h * s.w * s.c + v * kVector;
   const T* taps = w + v * kVector;
   float sum[kVector];
@@ -68,7 +72,7 @@ template <typename T>
 void launch(const void* x, const void* weights, const float* bias, const void* z, void* y,
             const gpu_conv_shape& s, gpu_clamp clamp, cudaStream_t stream) {
   const int per_image = s.p * s.q * (s.c / (16 / (int)sizeof(T)));
-  const dim3 grid((unsigned)s.n, (unsigned)((per_image + kThreads - 1) / kThreads));
+  const unsigned grid = (unsigned)s.n * (unsigned)((per_image + kThreads - 1) / kThreads);
   const T *xt = static_cast<const T*>(x), *wt = static_cast<const T*>(weights);
   const T* zt = static_cast<const T*>(z);
   T* yt = static_cast<T*>(y);
@@ -81,8 +85,9 @@ void launch(const void* x, const void* weights, const float* bias, const void* z
 }  // namespace
 
 extern "C" int gpu_depthwise_nhwc_takes(const gpu_conv_shape* s) {
-  return s->c == s->k && s->c % 8 == 0 && s->c > 0 && s->n <= 0x7fffffff &&
-         (long long)s->p * s->q * (s->c / 4) <= 65535LL * kThreads;
+  const long long per_image = ((long long)s->p * s->q * (s->c / 4) + kThreads - 1) / kThreads;
+  return s->c == s->k && s->c % 8 == 0 && s->c > 0 && s->n >= 0 &&
+         (long long)s->n * per_image <= 0x7fffffff;
 }
 
 extern "C" ttp_status gpu_depthwise_nhwc(const void* x, const void* weights, const float* bias,

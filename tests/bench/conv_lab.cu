@@ -8,8 +8,12 @@
 //   proj2      1x1 stride 2, 16 -> 32 (the projection shortcut), no ReLU
 //   stage2     3x3, 32 -> 32, 16x16, + residual + ReLU
 //   down3, proj3, stage3 likewise, 32 -> 64, 8x8
+//   mbexp1     1x1, 16 -> 64, 32x32, + ReLU (the MobileNetV2-style net's first expansions)
+//   mbproj1    1x1, 64 -> 16, 32x32, + residual (its first projection)
+//   mbexp      1x1, 24 -> 96, 16x16, + ReLU (its expansions of 24 input channels, which the
+//              kernel pads to a whole k-step in shared memory)
 //
-// and, for the check alone, an odd shape (3 rows of 7x9, 32 -> 48 channels, a 3x2 window of
+// and, for the check alone, an odd shape (3 rows of 7x9, 24 -> 48 channels, a 3x2 window of
 // strides 2 and 1, dilation 1 and 2, padding above only) without a bias, clamped to [-0.2, 0.3]
 // (the epilogue's general clamp; the others' ReLU is [0, inf)).
 //
@@ -65,8 +69,11 @@ const lab_shape kShapes[] = {
     {"down3", 16, 16, 32, 64, 3, 3, 2, 2, 1, 1, 1, 1, 0, 1, 1, 1},
     {"proj3", 16, 16, 32, 64, 1, 1, 2, 2, 0, 0, 1, 1, 0, 0, 1, 1},
     {"stage3", 8, 8, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 5},
+    {"mbexp1", 32, 32, 16, 64, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0},
+    {"mbproj1", 32, 32, 64, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 1, 0},
+    {"mbexp", 16, 16, 24, 96, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0},
 };
-const lab_shape kOdd = {"odd", 7, 9, 32, 48, 3, 2, 2, 1, 1, 0, 1, 2, 1, 1, 0, 0};
+const lab_shape kOdd = {"odd", 7, 9, 24, 48, 3, 2, 2, 1, 1, 0, 1, 2, 1, 1, 0, 0};
 
 gpu_conv_shape shape_of(const lab_shape& l, int rows) {
   gpu_conv_shape s = {rows, l.h, l.w, l.c, 0, 0, l.k, l.r, l.s, l.stride_h, l.stride_w,
@@ -103,8 +110,9 @@ struct problem {
     z.fill(l.residual ? y_count : 1, -1.0f, 1.0f, half);
     bias.resize(s.k);
     for (float& b : bias) b = uniform(-0.3f, 0.3f);
-    std::vector<float> rsck(w.value.size());
-    gpu_conv_weights(w.value.data(), s.k, s.c, s.r, s.s, s.c, half, rsck.data());
+    std::vector<float> rsck((size_t)s.k * gpu_conv_nhwc_window_channels(s.c, half) * s.r * s.s);
+    gpu_conv_weights(w.value.data(), s.k, s.c, s.r, s.s, gpu_conv_nhwc_window_channels(s.c, half),
+                     half, rsck.data());
     w_rsck = lab_upload_values(rsck, half);
     bias_dev = static_cast<float*>(lab_upload(bias.data(), s.k * sizeof(float)));
     CHECK_CUDA(cudaMalloc(&y, y_count * (half ? sizeof(__half) : sizeof(float))));

@@ -8,10 +8,12 @@
 //   b3    96 channels, 16x16, stride 1         b4    96, 16x16 -> 8x8, stride 2
 //   b5    128 channels, 8x8, stride 1
 //
-// and, for the check alone, two odd shapes: 24 channels of 7x9, a 3x3 window of strides 2 and 1,
+// and, for the check alone, four odd shapes: 24 channels of 7x9, a 3x3 window of strides 2 and 1,
 // dilation 2 and 1, padding above and left only, with a residual z and a clamp to [0, 0.5] (a
 // ReLU6's kind; the other shapes' ReLU is [0, inf)); 16 channels of
-// 5x6, a 5x3 window (the kernel's general loop), no bias.
+// 5x6, a 5x3 window (the kernel's general loop), no bias; 40 channels of 7x5 at stride 1
+// (padding left 0 and right 2) and 8 of 9x11 at stride 2 (padding above 0 and below 2), 3x3
+// windows with a residual z and a ReLU (the second without a bias).
 //
 // Every shape is first checked in both types against a CPU reference (sums in double over the
 // same inputs), every output poisoned (NaN) before the run. fp16 (the kernel's fp32 sum is
@@ -56,6 +58,8 @@ const lab_shape kShapes[] = {
 const lab_shape kOdd[] = {
     {"odd3x3", 7, 9, 24, 3, 3, 2, 1, 1, 1, 0, 0, 2, 1, 1, 1, 1},
     {"odd5x3", 5, 6, 16, 5, 3, 1, 1, 2, 0, 2, 2, 1, 1, 0, 0, 0},
+    {"strip1", 7, 5, 40, 3, 3, 1, 1, 1, 0, 1, 2, 1, 1, 1, 1, 1},
+    {"strip2", 9, 11, 8, 3, 3, 2, 2, 0, 1, 2, 1, 1, 1, 1, 1, 0},
 };
 
 gpu_conv_shape shape_of(const lab_shape& l, int rows) {
