@@ -4,8 +4,9 @@
    The split: the slice's images shuffled by --split-seed (xorshift, Fisher-Yates), the first
    part tuned on, the last --holdout of them held out. The search (greedy, in the spirit of
    Molchanov et al. 2020's greedy policy search, over ttapipe's parameters instead of a list of
-   operations): start from the better of the plain model (one copy) and the arguments' policy
-   (by default `--tta 5`), then sweep each parameter's values in turn (from 5 plain copies while
+   operations, and a few lists of views such as airbench's): start from the better of the plain
+   model (one copy) and the arguments' policy (by default `--tta 5`), then sweep each
+   parameter's values in turn (from 5 plain copies while
    the plain model is the best: neutral), keeping a change when it is better by the objective (accuracy, ties by NLL; or NLL), twice over or until the budget
    (--candidates, --seconds) is spent. Copy 0 stays the image as it is. Each candidate is a
    pipeline opened with that policy (the cudnn engine choosing by its fixed rule): correct and
@@ -37,7 +38,7 @@ static const cli_option tune_options[] = {
                    "held-out figures; the policy written is the first fold's (default 1)"},
     {"sweeps", "LIST", "the parameters the search sweeps, comma-separated, of copies, shift, "
                        "contrast, brightness, noise, noise_kind, merge, flip_h, rotate, scale, "
-                       "translate, edge (default: all, in that order)"},
+                       "translate, edge, views (default: all, in that order)"},
     {"compare", "POLICY", "also score this policy file on the held-out images, beside the chosen "
                           "(e.g. the one in use), image by image"},
     {"split-seed", "S", "seed of the split, 0..2^64-1 (default 1)"},
@@ -78,7 +79,51 @@ static const sweep sweeps[] = {
     {"scale", 3, {{1, 1}, {0.95, 1.05}, {0.9, 1.1}}},
     {"translate", 3, {{0}, {0.5}, {1}}},
     {"edge", 3, {{0}, {1}, {2}}},
+    /* lists of views instead of drawn ones (view_lists below) */
+    {"views", 4, {{0}, {1}, {2}, {3}}},
 };
+enum { SWEEP_COPIES = 0, SWEEP_SHIFT = 1, SWEEP_FLIP_H = 7, SWEEP_TRANSLATE = 10, SWEEP_VIEWS = 12 };
+
+/* The views sweep's lists, each with its copies' weights (none: alike): drawn views (none); a
+   mirror pair; airbench's six (the mirror by no shift and 1-pixel shifts either way, the unshifted
+   pair weighing twice the others); and its ten, the shifts up and down too. A list fixes the
+   copies and the geometry; the edge mode (reflect in airbench) is its own sweep. */
+static const struct {
+  const char* views;
+  float weights[10];
+} view_lists[] = {
+    {NULL, {0}},
+    {"none; flip_h", {0}},
+    {"none; flip_h; shift 1 0; flip_h shift 1 0; shift -1 0; flip_h shift -1 0",
+     {2, 2, 1, 1, 1, 1}},
+    {"none; flip_h; shift 1 0; flip_h shift 1 0; shift -1 0; flip_h shift -1 0; shift 0 1; "
+     "flip_h shift 0 1; shift 0 -1; flip_h shift 0 -1",
+     {2, 2, 1, 1, 1, 1, 1, 1, 1, 1}},
+};
+
+/* Whether sweep s changes what a list of views fixes (the copies and the drawn geometry). */
+static int fixed_by_lists(size_t s) {
+  return s == SWEEP_COPIES || s == SWEEP_SHIFT || (s >= SWEEP_FLIP_H && s <= SWEEP_TRANSLATE);
+}
+
+/* t with the views sweep's list k, its weights, the drawn geometry at its defaults (a list
+   replaces it); k = 0: drawn views, 5 copies, where t has a list (else t as it is). */
+static void set_views(ttp_tta* t, int k) {
+  if (k == 0 && t->view_count == 0) return;
+  memset(t->views, 0, sizeof t->views);
+  memset(t->weights, 0, sizeof t->weights);
+  t->view_count = 0;
+  t->flip_h = t->flip_v = t->rotate = t->translate = 0;
+  t->scale_min = t->scale_max = 1;
+  if (!view_lists[k].views) {
+    t->copies = 5;
+    return;
+  }
+  char why[200];
+  const ttp_status s = ttp_tta_set_views(t, view_lists[k].views, why, sizeof why);
+  (void)s; /* the lists above are valid: test_tune_folds runs each */
+  memcpy(t->weights, view_lists[k].weights, sizeof view_lists[k].weights);
+}
 
 static void set(ttp_tta* t, const sweep* s, int k) {
   const double* v = s->v[k];
@@ -94,7 +139,8 @@ static void set(ttp_tta* t, const sweep* s, int k) {
     case 8: t->rotate = (float)v[0]; break;
     case 9: t->scale_min = (float)v[0], t->scale_max = (float)v[1]; break;
     case 10: t->translate = (float)v[0]; break;
-    default: t->edge = (ttp_edge)(int)v[0];
+    case 11: t->edge = (ttp_edge)(int)v[0]; break;
+    default: set_views(t, (int)v[0]);
   }
 }
 
@@ -296,6 +342,7 @@ static int search(tuner* u, ttp_tta start, double seconds, fold* f) {
                       rc == CLI_EXIT_OK; k++) {
         ttp_tta t = u->tried[best];
         if (t.copies == 1 && s > 0) t = neutral(t); /* the other parameters act on copies */
+        if (t.view_count > 0 && fixed_by_lists(s)) break; /* the list fixes them */
         set(&t, &sweeps[s], k);
         rc = try_policy(u, &t, &index);
         if (rc == CLI_EXIT_OK && index >= 0 && better(u, index, best)) best = index;
@@ -469,7 +516,7 @@ static int parse_sweeps(const cli_args* a, unsigned* mask) {
     if (i == sizeof sweeps / sizeof *sweeps)
       return cli_usage_error(a->command, "--sweeps: '%.*s' is none of copies, shift, contrast, "
                              "brightness, noise, noise_kind, merge, flip_h, rotate, scale, "
-                             "translate, edge", (int)len, at);
+                             "translate, edge, views", (int)len, at);
     *mask |= 1u << i;
     at += len + (at[len] == ',');
   }
