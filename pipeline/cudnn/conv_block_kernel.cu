@@ -293,13 +293,7 @@ bool takes(const gpu_conv_shape& s, int half) {
                      with_shape(s.c, s.h, s.w, [&](auto shape_of) {
                        shared = layout_of(shape_of).kShared;
                      });
-  int device = 0, major = 0, optin = 0;
-  return shape && cudaGetDevice(&device) == cudaSuccess &&
-         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
-             cudaSuccess &&
-         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
-             cudaSuccess &&
-         major >= 9 && optin >= shared;
+  return shape && device_runs(9, shared);
 }
 
 }  // namespace

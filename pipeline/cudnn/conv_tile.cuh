@@ -73,6 +73,18 @@ __device__ __forceinline__ void copies_wait_all_but_one() {
 }
 __device__ __forceinline__ void copies_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
 
+// Whether the current device is of compute capability `major` or later and gives a block
+// `shared` bytes of shared memory.
+inline bool device_runs(int major, int shared) {
+  int device = 0, have = 0, optin = 0;
+  return cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&have, cudaDevAttrComputeCapabilityMajor, device) ==
+             cudaSuccess &&
+         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+             cudaSuccess &&
+         have >= major && optin >= shared;
+}
+
 // acc[f][j] = bias of this lane's channels (k0 + j * 8 + t4 * 2, + 1), or 0. A bias of -0 starts
 // as +0 (+ 0.0f), so that a sum never holds -0 and adding a product of zeros leaves it as it is:
 // a kernel may then skip the taps it knows to read zeros and keep the bits.

@@ -1,0 +1,345 @@
+// ttapipe's inverted residual block (see inverted_kernel.h): expansion, depthwise and projection
+// in one kernel, fp16, the 1x1 layers on the tensor cores (mma.sync m16n8k16, fp32 sums in
+// conv_kernels.h's order) and the depthwise one in fp32 multiply-adds on the CUDA cores.
+//
+// Two blocks of 8 warps an SM on a persistent grid. An item is a band of TR output rows of one
+// image. Its input window (the band's rows and one above and below, zeros outside the image,
+// planes of 8 channels, 16 bytes a pixel) arrives by cp.async while the block computes the item
+// before it (two buffers). Then three phases, a barrier between them:
+//   - expansion: 16-pixel tiles of the window's rows (A by ldmatrix) times the expansion's
+//     weights (B, all of them held in shared memory), + bias, clamp, rounded to fp16, into the
+//     expanded band (half-planes of 4 channels, 8 bytes a pixel, so that the depthwise phase's
+//     lanes read consecutive 8-byte words); rows outside the image are not written (the
+//     depthwise phase skips their taps, as gpu_depthwise_nhwc does);
+//   - depthwise: a thread takes 4 channels of one column of the band: their nine taps' weights
+//     (fp32 in shared memory) once, then the TR outputs down the column, each input row of the
+//     expanded band read once into registers and used by the three outputs under it; + bias,
+//     clamp, rounded to fp16, into the depthwise band (planes of 8 channels, 16 bytes a pixel,
+//     the projection's A);
+//   - projection: 16-pixel tiles of the depthwise band times the projection's weights, + bias,
+//     + the block's input (read back from the window by ldmatrix in the accumulators' layout),
+//     clamp, to device memory.
+// Only the input window is read from device memory and the output written.
+#include <cuda_fp16.h>
+
+#include "conv_tile.cuh"
+#include "inverted_kernel.h"
+
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+
+// The shared memory of a block of CIN -> MID -> COUT channels over H x W maps, TR rows an item.
+template <int CIN, int MID, int COUT, int H, int W, int TR>
+struct inverted_layout {
+  static constexpr int kRows = TR + 2;              // expanded rows an item: one above, one below
+  static constexpr int kXPlane = kRows * W * 16;    // the input window: planes of 8 channels
+  static constexpr int kXBytes = CIN / 8 * kXPlane;
+  static constexpr int kMPlane = kRows * W * 8;     // the expanded band: half-planes of 4
+  static constexpr int kMBytes = MID / 4 * kMPlane;
+  static constexpr int kDPlane = TR * W * 16;       // the depthwise band: planes of 8
+  static constexpr int kDBytes = MID / 8 * kDPlane;
+  static constexpr int kExpandBytes = CIN / 16 * (MID / 16) * 512;  // the mma's B fragments
+  static constexpr int kProjectBytes = MID / 16 * (COUT / 16) * 512;
+  static constexpr int kDepthwiseFloats = 9 * MID;
+  static constexpr int kBiasFloats = 2 * MID + COUT;  // expansion, depthwise, projection
+  static constexpr int kParams =
+      (kExpandBytes + kProjectBytes + 4 * (kDepthwiseFloats + kBiasFloats) + 127) / 128 * 128;
+  static constexpr int kShared = kParams + 2 * kXBytes + kMBytes + kDBytes;
+  static constexpr int kBands = H / TR;
+  static constexpr int kExpandTiles = kRows * W / 16;
+  static constexpr int kProjectTiles = TR * W / 16;
+  static constexpr int kUnits = MID / 4 * W;  // depthwise: 4 channels of a column
+  static_assert(H % TR == 0 && kRows * W % 16 == 0 && TR * W % 16 == 0, "16-pixel tiles");
+  static_assert(CIN % 16 == 0 && MID % 16 == 0 && COUT % 16 == 0, "k-steps, pairs of n-tiles");
+  static_assert(kShared <= 113 << 10, "two blocks an SM");
+};
+
+__device__ __forceinline__ void ldmatrix4(unsigned (&a)[4], unsigned at) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(at));
+}
+
+__device__ __forceinline__ uint4 load_b(unsigned at) {
+  uint4 b;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
+               : "r"(at));
+  return b;
+}
+
+// acc += a 1x1 convolution's k-steps of one 16-pixel tile: this lane's A row in plane 0 at a_at
+// (planes of 8 channels, plane_bytes apart; k-step s reads planes 2s and 2s + 1), the B
+// fragments of Steps k-steps and Pairs pairs of n-tiles at w_at (gpu_conv_weights' layout), in
+// its sum order: k-step by k-step.
+template <int Steps, int Pairs>
+__device__ __forceinline__ void multiply_1x1(float (&acc)[1][2 * Pairs][4], unsigned a_at,
+                                             unsigned plane_bytes, unsigned w_at, int lane) {
+#pragma unroll
+  for (int step = 0; step < Steps; step++) {
+    unsigned a[4];
+    ldmatrix4(a, a_at + (2 * step + lane / 16) * plane_bytes);
+#pragma unroll
+    for (int np = 0; np < Pairs; np++) {
+      const uint4 w = load_b(w_at + ((step * Pairs + np) * 32 + lane) * 16);
+      element<__half>::mma(acc[0][2 * np], a, w.x, w.y);
+      element<__half>::mma(acc[0][2 * np + 1], a, w.z, w.w);
+    }
+  }
+}
+
+__device__ __forceinline__ unsigned half2_bits(float a, float b) {
+  const __half2 v = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+
+__device__ __forceinline__ float2 half2_value(unsigned bits) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&bits));
+}
+
+// The input window of an item (image, output rows p0 .. p0 + TR - 1) into `at`: rows p0 - 1 ..
+// p0 + TR, zeros outside the image; consecutive threads copy consecutive 16 bytes of a pixel.
+template <int CIN, int MID, int COUT, int H, int W, int TR>
+__device__ __forceinline__ void load_window(const __half* __restrict__ x, int image, int p0,
+                                            unsigned at) {
+  using L = inverted_layout<CIN, MID, COUT, H, W, TR>;
+  constexpr int kPlanes = CIN / 8;
+  for (int v = threadIdx.x; v < L::kRows * W * kPlanes; v += kThreads) {
+    const int plane = v % kPlanes, pixel = v / kPlanes;
+    const int row = p0 - 1 + pixel / W, column = pixel % W;
+    const bool valid = row >= 0 && row < H;
+    const __half* src =
+        valid ? x + (((long long)image * H + row) * W + column) * CIN + plane * 8 : x;
+    copy16(at + plane * L::kXPlane + pixel * 16, src, valid);
+  }
+}
+
+template <int CIN, int MID, int COUT, int H, int W, int TR>
+__global__ void __launch_bounds__(kThreads, 2)
+    inverted_kernel(const __half* __restrict__ x, __half* __restrict__ y, int n,
+                    gpu_inverted_block b) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800  // mma.sync m16n8k16 (takes() asks for it)
+  using L = inverted_layout<CIN, MID, COUT, H, W, TR>;
+  using E = element<__half>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned base = shared_address(smem);
+  const unsigned expand_at = base, project_at = base + L::kExpandBytes;
+  float* depthwise_w = reinterpret_cast<float*>(smem + L::kExpandBytes + L::kProjectBytes);
+  float* biases = depthwise_w + L::kDepthwiseFloats;  // expansion, depthwise, projection
+  const unsigned windows_at = base + L::kParams;
+  unsigned char* expanded = smem + L::kParams + 2 * L::kXBytes;
+  const unsigned depthwise_at = windows_at + 2 * L::kXBytes + L::kMBytes;
+  unsigned char* depthwise_out = smem + L::kParams + 2 * L::kXBytes + L::kMBytes;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int items = n * L::kBands;
+
+  // The 1x1 layers' B fragments by cp.async, then the first item's window; the depthwise weights
+  // widened to fp32 (their values exactly) and the biases (none: 0) by plain stores.
+  for (int v = threadIdx.x; v < L::kExpandBytes / 16; v += kThreads)
+    copy16(expand_at + v * 16, static_cast<const unsigned char*>(b.expand) + v * 16, true);
+  for (int v = threadIdx.x; v < L::kProjectBytes / 16; v += kThreads)
+    copy16(project_at + v * 16, static_cast<const unsigned char*>(b.project) + v * 16, true);
+  int item = blockIdx.x;
+  if (item < items)
+    load_window<CIN, MID, COUT, H, W, TR>(x, item / L::kBands, item % L::kBands * TR,
+                                          windows_at);
+  copies_commit();
+  for (int i = threadIdx.x; i < L::kDepthwiseFloats; i += kThreads)
+    depthwise_w[i] = __half2float(static_cast<const __half*>(b.depthwise)[i]);
+  for (int i = threadIdx.x; i < L::kBiasFloats; i += kThreads) {
+    const float* bias = i < MID ? b.expand_bias : i < 2 * MID ? b.depthwise_bias : b.project_bias;
+    const int k = i < MID ? i : i < 2 * MID ? i - MID : i - 2 * MID;
+    biases[i] = bias ? bias[k] : 0.0f;
+  }
+
+  const int a_row = (lane / 8 % 2) * 8 + lane % 8, a_half = lane / 16;
+  const int g = lane / 4, t4 = lane % 4;
+
+  for (int buffer = 0; item < items; item += gridDim.x, buffer ^= 1) {
+    copies_wait_all();
+    __syncthreads();  // this item's window is in; every warp is done with the last item
+    const int next = item + gridDim.x;
+    if (next < items)
+      load_window<CIN, MID, COUT, H, W, TR>(x, next / L::kBands, next % L::kBands * TR,
+                                            windows_at + (buffer ^ 1) * L::kXBytes);
+    copies_commit();
+    const unsigned window = windows_at + buffer * L::kXBytes;
+    const int image = item / L::kBands, p0 = item % L::kBands * TR;
+
+    // Expansion: window pixel e (row e / W of the window, image row p0 - 1 + e / W).
+    for (int t = warp; t < L::kExpandTiles; t += kWarps) {
+      float acc[1][MID / 8][4];
+      start_sums<MID, 1>(acc, biases, 0, t4);
+      multiply_1x1<CIN / 16, MID / 16>(acc, window + (t * 16 + a_row) * 16, L::kXPlane,
+                                       expand_at, lane);
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int e = t * 16 + g + 8 * h, row = p0 - 1 + e / W;
+        if (row < 0 || row >= H) continue;
+#pragma unroll
+        for (int j = 0; j < MID / 8; j++)
+          *reinterpret_cast<unsigned*>(expanded + (j * 2 + t4 / 2) * L::kMPlane + e * 8 +
+                                       (t4 % 2) * 4) =
+              half2_bits(gpu_clamped(acc[0][j][2 * h], b.expand_clamp),
+                         gpu_clamped(acc[0][j][2 * h + 1], b.expand_clamp));
+      }
+    }
+    __syncthreads();
+
+    // Depthwise: 4 channels (half-plane hp) of column q, output rows p0 .. p0 + TR - 1; the
+    // taps in gpu_depthwise_nhwc's order (window rows, then columns), those outside the image
+    // skipped.
+    for (int u = threadIdx.x; u < L::kUnits; u += kThreads) {
+      const int hp = u / W, q = u % W;
+      float taps[9][4], bias[4];
+#pragma unroll
+      for (int k = 0; k < 9; k++) {
+        const float4 w4 = *reinterpret_cast<const float4*>(depthwise_w + k * MID + hp * 4);
+        taps[k][0] = w4.x, taps[k][1] = w4.y, taps[k][2] = w4.z, taps[k][3] = w4.w;
+      }
+#pragma unroll
+      for (int c = 0; c < 4; c++) bias[c] = biases[MID + hp * 4 + c];
+      const unsigned char* column = expanded + hp * L::kMPlane;
+      uint2 rows[3][3];  // expanded rows r % 3, columns q - 1 .. q + 1
+      auto load_row = [&](int r, uint2 (&into)[3]) {
+#pragma unroll
+        for (int t = 0; t < 3; t++) {
+          const int col = q - 1 + t;
+          into[t] = col >= 0 && col < W
+                        ? *reinterpret_cast<const uint2*>(column + (r * W + col) * 8)
+                        : make_uint2(0u, 0u);
+        }
+      };
+      load_row(0, rows[0]);
+      load_row(1, rows[1]);
+#pragma unroll
+      for (int j = 0; j < TR; j++) {
+        load_row(j + 2, rows[(j + 2) % 3]);
+        float sum[4] = {bias[0], bias[1], bias[2], bias[3]};
+#pragma unroll
+        for (int r = 0; r < 3; r++) {
+          const int row = p0 + j - 1 + r;
+          if (row < 0 || row >= H) continue;
+#pragma unroll
+          for (int t = 0; t < 3; t++) {
+            const int col = q - 1 + t;
+            if (col < 0 || col >= W) continue;
+            const uint2 v = rows[(j + r) % 3][t];
+            const float2 lo = half2_value(v.x), hi = half2_value(v.y);
+            const float* w = taps[r * 3 + t];
+            sum[0] = fmaf(lo.x, w[0], sum[0]);
+            sum[1] = fmaf(lo.y, w[1], sum[1]);
+            sum[2] = fmaf(hi.x, w[2], sum[2]);
+            sum[3] = fmaf(hi.y, w[3], sum[3]);
+          }
+        }
+        const gpu_clamp c = b.depthwise_clamp;
+        *reinterpret_cast<uint2*>(depthwise_out + (hp / 2) * L::kDPlane + (j * W + q) * 16 +
+                                  (hp % 2) * 8) =
+            make_uint2(half2_bits(gpu_clamped(sum[0], c), gpu_clamped(sum[1], c)),
+                       half2_bits(gpu_clamped(sum[2], c), gpu_clamped(sum[3], c)));
+      }
+    }
+    __syncthreads();
+
+    // Projection: output pixel m of the band (row m / W), + the input at it (window row
+    // m / W + 1), to device memory.
+    for (int t = warp; t < L::kProjectTiles; t += kWarps) {
+      float acc[1][COUT / 8][4];
+      start_sums<COUT, 1>(acc, biases + 2 * MID, 0, t4);
+      multiply_1x1<MID / 16, COUT / 16>(acc, depthwise_at + (t * 16 + a_row) * 16, L::kDPlane,
+                                        project_at, lane);
+      __half* out = y + (((long long)image * H + p0) * W + t * 16 + g) * COUT + t4 * 2;
+#pragma unroll
+      for (int np = 0; np < COUT / 16; np++) {
+        // the input at these outputs, in the accumulators' layout: (rows 0-7, 8-15) of n-tile
+        // 2 np, then of 2 np + 1
+        unsigned z[4] = {0u, 0u, 0u, 0u};
+        if (b.residual)
+          ldmatrix4(z, window + (2 * np + a_half) * L::kXPlane + (W + t * 16 + a_row) * 16);
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++)
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            const int j = 2 * np + jj;
+            float v0 = acc[0][j][2 * h], v1 = acc[0][j][2 * h + 1];
+            if (b.residual) {
+              const float2 r = half2_value(z[2 * jj + h]);
+              v0 += r.x, v1 += r.y;
+            }
+            E::store(out + 8 * h * COUT + j * 8, gpu_clamped(v0, b.project_clamp),
+                     gpu_clamped(v1, b.project_clamp));
+          }
+      }
+    }
+  }
+#endif
+}
+
+// The shapes the kernel is built for (the MobileNetV2-style test net's first and last blocks).
+template <int CIN, int MID, int COUT, int H, int W, int TR>
+struct inverted_shape {};
+
+template <typename F>
+bool with_shape(const gpu_inverted_shape& s, F f) {
+  if (s.cin == 16 && s.mid == 64 && s.cout == 16 && s.h == 32 && s.w == 32)
+    return f(inverted_shape<16, 64, 16, 32, 32, 8>()), true;
+  if (s.cin == 32 && s.mid == 128 && s.cout == 32 && s.h == 8 && s.w == 8)
+    return f(inverted_shape<32, 128, 32, 8, 8, 8>()), true;
+  return false;
+}
+
+template <int CIN, int MID, int COUT, int H, int W, int TR>
+constexpr int shared_of(inverted_shape<CIN, MID, COUT, H, W, TR>) {
+  return inverted_layout<CIN, MID, COUT, H, W, TR>::kShared;
+}
+
+template <int CIN, int MID, int COUT, int H, int W, int TR>
+cudaError_t launch(inverted_shape<CIN, MID, COUT, H, W, TR>, const void* x, void* y, int n,
+                   const gpu_inverted_block& b, cudaStream_t stream) {
+  using L = inverted_layout<CIN, MID, COUT, H, W, TR>;
+  auto kernel = inverted_kernel<CIN, MID, COUT, H, W, TR>;
+  cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kShared);
+  int device = 0, sms = 0, resident = 0;
+  if (err == cudaSuccess) err = cudaGetDevice(&device);
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err == cudaSuccess)
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, L::kShared);
+  if (err != cudaSuccess) return err;
+  const long long fill = (long long)sms * (resident > 0 ? resident : 1);
+  const long long items = (long long)n * L::kBands;
+  kernel<<<(unsigned)(items < fill ? items : fill), kThreads, L::kShared, stream>>>(
+      static_cast<const __half*>(x), static_cast<__half*>(y), n, b);
+  return cudaGetLastError();
+}
+
+bool takes(const gpu_inverted_shape& s, int half) {
+  int shared = 0;
+  const bool shape = half && s.n >= 1 && (long long)s.n * s.h <= 0x7fffffff &&
+                     with_shape(s, [&](auto shape_of) { shared = shared_of(shape_of); });
+  return shape && device_runs(8, shared);
+}
+
+}  // namespace
+
+extern "C" int gpu_inverted_nhwc_takes(const gpu_inverted_shape* s, int half) {
+  return takes(*s, half);
+}
+
+extern "C" ttp_status gpu_inverted_nhwc(const void* x, void* y, const gpu_inverted_shape* s,
+                                        const gpu_inverted_block* b, cudaStream_t stream,
+                                        ttp_err* e) {
+  if (!takes(*s, 1) || (b->residual && s->cin != s->cout))
+    return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_inverted_nhwc: %d -> %d -> %d channels over "
+               "%dx%d maps (built for 16 -> 64 -> 16 over 32x32 and 32 -> 128 -> 32 over 8x8, "
+               "fp16, sm_80 or later)", s->cin, s->mid, s->cout, s->h, s->w);
+  cudaError_t err = cudaSuccess;
+  with_shape(*s, [&](auto shape) { err = launch(shape, x, y, s->n, *b, stream); });
+  if (err != cudaSuccess)
+    return ERR(e, TTP_ERR_CUDA, "inverted_kernel launch: %s", cudaGetErrorString(err));
+  return TTP_OK;
+}
