@@ -34,6 +34,7 @@
 #include "cudnn_check.h"
 #include "cudnn_engine.h"
 #include "cudnn_kernels.h"
+#include "inverted_kernel.h"
 
 /* ---- what it runs --------------------------------------------------------------------------- */
 
@@ -251,9 +252,38 @@ static int block_suits(const cudnn_net* g, const gpu_layer* A, const gpu_layer* 
   return gpu_conv_block_nhwc_takes(&s, g->ctx.half);
 }
 
-/* Two convolutions in a row that block_suits joins into one kernel, in NHWC, unless the
-   environment says TTP_CONV_BLOCKS=0 (the A/B of BENCHMARKS.md): the first (folded) runs at the
-   second's place, and its unit's value gets no room. */
+/* Whether convolutions A, B and C (each one's unit read by the next alone) run as ttapipe's
+   inverted residual block (inverted_kernel.h): A a 1x1 expansion not on the network's input, B a
+   depthwise 3x3 of stride 1 padded by 1 (ttapipe's depthwise kernel), C a 1x1 projection, none
+   strided, A and B without a residual of their own, and C's residual, if any, A's input. */
+static int inverted_suits(const cudnn_net* g, const gpu_layer* A, const gpu_layer* B,
+                          const gpu_layer* C) {
+  const model_layer *a = A->l, *b = B->l, *c = C->l;
+  const model_window *wa = &a->p.conv.w, *wb = &b->p.conv.w, *wc = &c->p.conv.w;
+  const model_window one = {.r = 1, .s = 1, .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1};
+  const model_window three = {.r = 3, .s = 3, .stride_h = 1, .stride_w = 1, .pad_t = 1,
+                              .pad_l = 1, .pad_b = 1, .pad_r = 1, .dil_h = 1, .dil_w = 1};
+  if (a->inputs[0] == 0 || A->residual || B->residual ||
+      (C->residual && C->z_value != a->inputs[0]) || a->p.conv.groups > 1 ||
+      c->p.conv.groups > 1 || !gpu_depthwise_suits(b) || memcmp(wa, &one, sizeof one) != 0 ||
+      memcmp(wc, &one, sizeof one) != 0 || memcmp(wb, &three, sizeof three) != 0)
+    return 0;
+  const gpu_inverted_shape s = {g->ctx.rows[g->ctx.buckets - 1], a->in.h, a->in.w, a->in.c,
+                                a->p.conv.k, c->p.conv.k};
+  return gpu_inverted_nhwc_takes(&s, g->ctx.half);
+}
+
+/* Layer `from`'s unit runs at layer `to`'s place (inside its kernel): its value gets no room. */
+static void fold_into(cudnn_net* g, gpu_layer* from, const gpu_layer* to) {
+  const int unit = from->run_at;
+  for (int k = 0; k <= unit; k++)
+    if (g->layers[k].run_at == unit) g->layers[k].run_at = to->run_at;
+  from->folded = 1;
+}
+
+/* Convolutions in a row that inverted_suits (three) or block_suits (two) joins into one kernel,
+   in NHWC, unless the environment says TTP_CONV_BLOCKS=0 (the A/B of BENCHMARKS.md): the first
+   ones (folded) run at the last one's place, and their units' values get no room. */
 static void block_units(cudnn_net* g, const int* readers) {
   const model* m = g->m;
   const char* env = getenv("TTP_CONV_BLOCKS");
@@ -264,12 +294,16 @@ static void block_units(cudnn_net* g, const int* readers) {
     const int j = sole_reader(m, readers, A->run_at + 1);
     if (j < 0 || m->layers[j].op != MODEL_CONV || g->layers[j].skip) continue;
     gpu_layer* B = &g->layers[j];
-    if (!block_suits(g, A, B)) continue;
-    const int unit = A->run_at;
-    for (int k = 0; k <= unit; k++)
-      if (g->layers[k].run_at == unit) g->layers[k].run_at = B->run_at;
-    A->folded = 1;
-    B->first = A;
+    const int k = sole_reader(m, readers, B->run_at + 1);
+    gpu_layer* C = k >= 0 && m->layers[k].op == MODEL_CONV && !g->layers[k].skip
+                       ? &g->layers[k] : NULL;
+    if (C && inverted_suits(g, A, B, C)) {
+      fold_into(g, A, C), fold_into(g, B, C);
+      C->first = A, C->middle = B;
+    } else if (block_suits(g, A, B)) {
+      fold_into(g, A, B);
+      B->first = A;
+    }
   }
 }
 

@@ -29,7 +29,11 @@ typedef struct gpu_layer {
   const struct gpu_layer* first; /* conv: the convolution (with its unit) that runs before it in
                            its kernel, ttapipe's residual block (conv_kernels.h): it reads first's
                            input, and first's output stays in shared memory; NULL: none */
-  int folded;           /* conv: runs inside the kernel of the convolution whose `first` it is */
+  const struct gpu_layer* middle; /* conv with `first`: the depthwise convolution between first
+                           and it, the three one inverted residual block (inverted_kernel.h)
+                           whose expanded maps stay in shared memory; NULL: none */
+  int folded;           /* conv: runs inside the kernel of the convolution whose `first` (or
+                           `middle`) it is */
   int z_value;
   model_shape x_shape;  /* conv: the input cuDNN sees (padded when explicit_pad) */
   int input_c;          /* conv: the channels its input holds, when more than its own (the

@@ -44,6 +44,7 @@
 #include "cudnn_check.h"
 #include "cudnn_engine.h"
 #include "conv_kernels.h"
+#include "inverted_kernel.h"
 #include "cudnn_kernels.h"
 #include "depthwise_kernel.h"
 #include "fc_kernel.h"
@@ -460,6 +461,9 @@ static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   if (L->folded) /* its convolution's details name it */
     snprintf(what, sizeof what, "in the next convolution's kernel (its output kept in shared "
              "memory)");
+  else if (L->middle)
+    snprintf(what, sizeof what, "ttapipe's NHWC inverted residual block (fp16), after %s and %s "
+             "in the same kernel", L->first->l->name, L->middle->l->name);
   else if (L->first)
     snprintf(what, sizeof what, "ttapipe's NHWC residual block (fp16), after %s in the same kernel",
              L->first->l->name);
@@ -482,8 +486,10 @@ static ttp_status depthwise_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   if (!rsc) return ERR_NOMEM(e, count * sizeof *rsc);
   gpu_depthwise_weights(l->weights, c, r, t, rsc);
   return own_conv_upload(ctx, L, rsc, count,
-                         ctx->half ? "ttapipe's NHWC fp16 depthwise convolution"
-                                   : "ttapipe's NHWC fp32 depthwise convolution", e);
+                         L->folded ? "in the next convolution's kernel (its output kept in "
+                                     "shared memory)"
+                         : ctx->half ? "ttapipe's NHWC fp16 depthwise convolution"
+                                     : "ttapipe's NHWC fp32 depthwise convolution", e);
 }
 
 static ttp_status conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
@@ -615,6 +621,15 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
   const model_layer* l = L->l;
   const void* x = in[0];
   const void* z = L->residual ? in[1] : NULL;
+  if (L->middle) { /* in[0]: the expansion's input, which the residual z is too */
+    const gpu_inverted_shape s = {ctx->rows[b], l->in.h, l->in.w, L->first->l->in.c,
+                                  l->in.c, l->p.conv.k};
+    const gpu_inverted_block block = {L->first->weights, L->middle->weights, L->weights,
+                                      L->first->bias, L->middle->bias, L->bias,
+                                      clamp_of(L->first), clamp_of(L->middle), clamp_of(L),
+                                      L->residual};
+    return gpu_inverted_nhwc(x, out, &s, &block, ctx->stream, e);
+  }
   if (L->first) { /* in[0]: the first convolution's input, which the residual z is too */
     const gpu_conv_shape s = own_shape(ctx, L, ctx->rows[b]);
     return gpu_conv_block_nhwc(x, L->first->weights, L->first->bias, clamp_of(L->first),
