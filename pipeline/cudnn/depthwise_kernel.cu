@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kThreads) depthwise_nhwc_kernel(
   const T* taps = w + v * kVector;
   float sum[kVector];
 #pragma unroll
-  for (int u = 0; u < kVector; u++) sum[u] = bias ? bias[v * kVector + u] : 0.0f;
+  for (int u = 0; u < kVector; u++) sum[u] = bias ? bias[v * kVector + u] + 0.0f : 0.0f;
 #pragma unroll
   for (int r = 0; r < r_count; r++) {
     const int row = p * s.stride_h - s.pad_t + r * s.dil_h;

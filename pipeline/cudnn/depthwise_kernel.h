@@ -17,7 +17,11 @@ extern "C" {
 /* Whether gpu_depthwise_nhwc takes the shape: c == k, a multiple of 8 (16-byte vectors). */
 int gpu_depthwise_nhwc_takes(const gpu_conv_shape* s);
 
-/* y = clamped(depthwise(x, weights) + bias + z), fp16 (half) or fp32 values, fp32 sums.
+/* y = clamped(depthwise(x, weights) + bias + z), fp16 (half) or fp32 values, fp32 sums, each
+   from the bias (a bias of -0 as +0, so that a sum never holds -0: adding the products of the
+   padding's zeros would then leave it as it is, and a kernel that adds them, as the inverted
+   residual block's does, keeps the bits given finite weights) and the taps row by row, each row
+   column by column.
    x: n x h x w x c; weights: r x s x c (gpu_depthwise_weights' layout); bias: c floats, or NULL;
    z: like y, or NULL; y: n x p x q x c, not overlapping x or z. Padding above and left as s
    gives it (below and right: what the output size leaves). */

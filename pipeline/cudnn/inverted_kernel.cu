@@ -9,13 +9,15 @@
 //   - expansion: 16-pixel tiles of the window's rows (A by ldmatrix) times the expansion's
 //     weights (B, all of them held in shared memory), + bias, clamp, rounded to fp16, into the
 //     expanded band (half-planes of 4 channels, 8 bytes a pixel, so that the depthwise phase's
-//     lanes read consecutive 8-byte words); rows outside the image are not written (the
-//     depthwise phase skips their taps, as gpu_depthwise_nhwc does);
+//     lanes read consecutive 8-byte words), zeros on its rows outside the image; its columns
+//     either side of the image hold zeros from the kernel's start: the depthwise layer's padding;
 //   - depthwise: a thread takes 4 channels of one column of the band: their nine taps' weights
 //     (fp32 in shared memory) once, then the TR outputs down the column, each input row of the
-//     expanded band read once into registers and used by the three outputs under it; + bias,
-//     clamp, rounded to fp16, into the depthwise band (planes of 8 channels, 16 bytes a pixel,
-//     the projection's A);
+//     expanded band read and widened to fp32 once into registers and used by the three outputs
+//     under it, every tap added (those on the padding add 0 x w, which leaves a sum that
+//     gpu_depthwise_nhwc starts from the bias + 0 as it was: the same bits as its skipping them,
+//     given finite weights); + bias, clamp, rounded to fp16, into the depthwise band (planes of 8
+//     channels, 16 bytes a pixel, the projection's A);
 //   - projection: 16-pixel tiles of the depthwise band times the projection's weights, + bias,
 //     + the block's input (read back from the window by ldmatrix in the accumulators' layout),
 //     clamp, to device memory.
@@ -36,7 +38,8 @@ struct inverted_layout {
   static constexpr int kRows = TR + 2;              // expanded rows an item: one above, one below
   static constexpr int kXPlane = kRows * W * 16;    // the input window: planes of 8 channels
   static constexpr int kXBytes = CIN / 8 * kXPlane;
-  static constexpr int kMPlane = kRows * W * 8;     // the expanded band: half-planes of 4
+  static constexpr int kMCols = W + 2;              // the expanded band's columns: a zero each side
+  static constexpr int kMPlane = kRows * kMCols * 8;  // the expanded band: half-planes of 4
   static constexpr int kMBytes = MID / 4 * kMPlane;
   static constexpr int kDPlane = TR * W * 16;       // the depthwise band: planes of 8
   static constexpr int kDBytes = MID / 8 * kDPlane;
@@ -154,6 +157,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     biases[i] = bias ? bias[k] : 0.0f;
   }
 
+  // The expanded band's columns either side of the image: zeros, written once (the expansion
+  // writes the image's columns alone).
+  for (int i = threadIdx.x; i < MID / 4 * L::kRows * 2; i += kThreads) {
+    const int hp = i / (L::kRows * 2), r = i / 2 % L::kRows, side = i % 2;
+    *reinterpret_cast<uint2*>(expanded + hp * L::kMPlane + (r * L::kMCols + side * (W + 1)) * 8) =
+        make_uint2(0u, 0u);
+  }
+
   const int a_row = (lane / 8 % 2) * 8 + lane % 8, a_half = lane / 16;
   const int g = lane / 4, t4 = lane % 4;
 
@@ -176,40 +187,40 @@ __global__ void __launch_bounds__(kThreads, 2)
                                        expand_at, lane);
 #pragma unroll
       for (int h = 0; h < 2; h++) {
-        const int e = t * 16 + g + 8 * h, row = p0 - 1 + e / W;
-        if (row < 0 || row >= H) continue;
+        const int e = t * 16 + g + 8 * h, r = e / W, row = p0 - 1 + r;
+        const bool inside = row >= 0 && row < H;
+        unsigned char* at = expanded + (r * L::kMCols + e % W + 1) * 8 + (t4 % 2) * 4;
 #pragma unroll
         for (int j = 0; j < MID / 8; j++)
-          *reinterpret_cast<unsigned*>(expanded + (j * 2 + t4 / 2) * L::kMPlane + e * 8 +
-                                       (t4 % 2) * 4) =
-              half2_bits(gpu_clamped(acc[0][j][2 * h], b.expand_clamp),
-                         gpu_clamped(acc[0][j][2 * h + 1], b.expand_clamp));
+          *reinterpret_cast<unsigned*>(at + (j * 2 + t4 / 2) * L::kMPlane) =
+              inside ? half2_bits(gpu_clamped(acc[0][j][2 * h], b.expand_clamp),
+                                  gpu_clamped(acc[0][j][2 * h + 1], b.expand_clamp))
+                     : 0u;
       }
     }
     __syncthreads();
 
     // Depthwise: 4 channels (half-plane hp) of column q, output rows p0 .. p0 + TR - 1; the
-    // taps in gpu_depthwise_nhwc's order (window rows, then columns), those outside the image
-    // skipped.
+    // taps in gpu_depthwise_nhwc's order (window rows, then columns).
     for (int u = threadIdx.x; u < L::kUnits; u += kThreads) {
       const int hp = u / W, q = u % W;
-      float taps[9][4], bias[4];
+      float taps[9][4], sum0[4];
 #pragma unroll
       for (int k = 0; k < 9; k++) {
         const float4 w4 = *reinterpret_cast<const float4*>(depthwise_w + k * MID + hp * 4);
         taps[k][0] = w4.x, taps[k][1] = w4.y, taps[k][2] = w4.z, taps[k][3] = w4.w;
       }
 #pragma unroll
-      for (int c = 0; c < 4; c++) bias[c] = biases[MID + hp * 4 + c];
-      const unsigned char* column = expanded + hp * L::kMPlane;
-      uint2 rows[3][3];  // expanded rows r % 3, columns q - 1 .. q + 1
-      auto load_row = [&](int r, uint2 (&into)[3]) {
+      for (int c = 0; c < 4; c++) sum0[c] = biases[MID + hp * 4 + c] + 0.0f;
+      // column q - 1 of the image is column q of the band (its first is the padding's)
+      const unsigned char* column = expanded + hp * L::kMPlane + q * 8;
+      float rows[3][3][4];  // expanded rows r % 3, columns q - 1 .. q + 1, widened
+      auto load_row = [&](int r, float (&into)[3][4]) {
 #pragma unroll
         for (int t = 0; t < 3; t++) {
-          const int col = q - 1 + t;
-          into[t] = col >= 0 && col < W
-                        ? *reinterpret_cast<const uint2*>(column + (r * W + col) * 8)
-                        : make_uint2(0u, 0u);
+          const uint2 v = *reinterpret_cast<const uint2*>(column + (r * L::kMCols + t) * 8);
+          const float2 lo = half2_value(v.x), hi = half2_value(v.y);
+          into[t][0] = lo.x, into[t][1] = lo.y, into[t][2] = hi.x, into[t][3] = hi.y;
         }
       };
       load_row(0, rows[0]);
@@ -217,24 +228,14 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int j = 0; j < TR; j++) {
         load_row(j + 2, rows[(j + 2) % 3]);
-        float sum[4] = {bias[0], bias[1], bias[2], bias[3]};
+        float sum[4] = {sum0[0], sum0[1], sum0[2], sum0[3]};
 #pragma unroll
-        for (int r = 0; r < 3; r++) {
-          const int row = p0 + j - 1 + r;
-          if (row < 0 || row >= H) continue;
+        for (int r = 0; r < 3; r++)
 #pragma unroll
-          for (int t = 0; t < 3; t++) {
-            const int col = q - 1 + t;
-            if (col < 0 || col >= W) continue;
-            const uint2 v = rows[(j + r) % 3][t];
-            const float2 lo = half2_value(v.x), hi = half2_value(v.y);
-            const float* w = taps[r * 3 + t];
-            sum[0] = fmaf(lo.x, w[0], sum[0]);
-            sum[1] = fmaf(lo.y, w[1], sum[1]);
-            sum[2] = fmaf(hi.x, w[2], sum[2]);
-            sum[3] = fmaf(hi.y, w[3], sum[3]);
-          }
-        }
+          for (int t = 0; t < 3; t++)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+              sum[c] = fmaf(rows[(j + r) % 3][t][c], taps[r * 3 + t][c], sum[c]);
         const gpu_clamp c = b.depthwise_clamp;
         *reinterpret_cast<uint2*>(depthwise_out + (hp / 2) * L::kDPlane + (j * W + q) * 16 +
                                   (hp % 2) * 8) =
