@@ -115,6 +115,7 @@ static void set_views(ttp_tta* t, int k) {
   t->view_count = 0;
   t->flip_h = t->flip_v = t->rotate = t->translate = 0;
   t->scale_min = t->scale_max = 1;
+  t->shift = 0; /* a list does not draw shifts: equal lists compare equal whatever the base */
   if (!view_lists[k].views) {
     t->copies = 5;
     return;

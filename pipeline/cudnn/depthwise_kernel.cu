@@ -86,8 +86,9 @@ void launch(const void* x, const void* weights, const float* bias, const void* z
 
 extern "C" int gpu_depthwise_nhwc_takes(const gpu_conv_shape* s) {
   const long long per_image = ((long long)s->p * s->q * (s->c / 4) + kThreads - 1) / kThreads;
-  return s->c == s->k && s->c % 8 == 0 && s->c > 0 && s->n >= 0 &&
-         (long long)s->n * per_image <= 0x7fffffff;
+  return s->c == s->k && s->c % 8 == 0 && s->c > 0 && s->n >= 1 &&
+         (long long)s->h * s->w * s->c <= 0x7fffffff &&  /* 32-bit indices inside an image */
+         (long long)s->p * s->q * s->c <= 0x7fffffff && (long long)s->n * per_image <= 0x7fffffff;
 }
 
 extern "C" ttp_status gpu_depthwise_nhwc(const void* x, const void* weights, const float* bias,

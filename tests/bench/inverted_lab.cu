@@ -9,7 +9,8 @@
 //   b0plain   16 -> 64 -> 16, 32x32, no biases, clamps [-0.2, 0.3] and [0, 0.5] and none on the
 //             projection, no residual
 //
-// Every shape at 5 and 1031 rows: the block's output poisoned (NaN) before each run, then
+// Every shape at 5 and 1031 rows: the block's outputs poisoned (two different NaNs) before each
+// run, then
 //   - the kernel's bits against the three kernels' (every output);
 //   - both against a CPU reference (every image of 5 rows, every 61st of 1031): each layer in
 //     double, rounded to fp16 after each as the kernels round, |got - want| <= 2^-8 |want| +
@@ -161,7 +162,9 @@ struct problem {
   // Poisons both outputs, runs both, and checks: the kernel's bits are the three kernels', and
   // both lie within the bound of the CPU's.
   void validate() {
-    for (void* y : {y_fused, y_three}) CHECK_CUDA(cudaMemset(y, 0xff, y_count * sizeof(__half)));
+    // two different NaNs, so that outputs neither path writes cannot compare equal
+    CHECK_CUDA(cudaMemset(y_fused, 0xff, y_count * sizeof(__half)));
+    CHECK_CUDA(cudaMemset(y_three, 0xfe, y_count * sizeof(__half)));
     run_fused(0);
     run_three(0);
     CHECK_CUDA(cudaDeviceSynchronize());
