@@ -252,10 +252,19 @@ static int block_suits(const cudnn_net* g, const gpu_layer* A, const gpu_layer* 
   return gpu_conv_block_nhwc_takes(&s, g->ctx.half);
 }
 
+/* Whether weights w (count floats) are finite in fp16 (below 65520 in magnitude). */
+static int finite_in_half(const float* w, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    if (!(fabsf(w[i]) < 65520.0f)) return 0;
+  return 1;
+}
+
 /* Whether convolutions A, B and C (each one's unit read by the next alone) run as ttapipe's
    inverted residual block (inverted_kernel.h): A a 1x1 expansion not on the network's input, B a
-   depthwise 3x3 of stride 1 padded by 1 (ttapipe's depthwise kernel), C a 1x1 projection, none
-   strided, A and B without a residual of their own, and C's residual, if any, A's input. */
+   depthwise 3x3 of stride 1 padded by 1 (ttapipe's depthwise kernel) whose weights are finite in
+   fp16 (the kernel adds the padding's 0 x w, which the depthwise kernel skips: the same bits
+   only then), C a 1x1 projection, none strided, A and B without a residual of their own, and
+   C's residual, if any, A's input. */
 static int inverted_suits(const cudnn_net* g, const gpu_layer* A, const gpu_layer* B,
                           const gpu_layer* C) {
   const model_layer *a = A->l, *b = B->l, *c = C->l;
@@ -266,7 +275,8 @@ static int inverted_suits(const cudnn_net* g, const gpu_layer* A, const gpu_laye
   if (a->inputs[0] == 0 || A->residual || B->residual ||
       (C->residual && C->z_value != a->inputs[0]) || a->p.conv.groups > 1 ||
       c->p.conv.groups > 1 || !gpu_depthwise_suits(b) || memcmp(wa, &one, sizeof one) != 0 ||
-      memcmp(wc, &one, sizeof one) != 0 || memcmp(wb, &three, sizeof three) != 0)
+      memcmp(wc, &one, sizeof one) != 0 || memcmp(wb, &three, sizeof three) != 0 ||
+      !finite_in_half(b->weights, b->weight_count))
     return 0;
   const gpu_inverted_shape s = {g->ctx.rows[g->ctx.buckets - 1], a->in.h, a->in.w, a->in.c,
                                 a->p.conv.k, c->p.conv.k};

@@ -459,7 +459,7 @@ static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   char what[160];
   const char* type = ctx->half ? "fp16" : "TF32 tensor cores";
   if (L->folded) /* its convolution's details name it */
-    snprintf(what, sizeof what, "in the next convolution's kernel (its output kept in shared "
+    snprintf(what, sizeof what, "in a later convolution's kernel (its output kept in shared "
              "memory)");
   else if (L->middle)
     snprintf(what, sizeof what, "ttapipe's NHWC inverted residual block (fp16), after %s and %s "

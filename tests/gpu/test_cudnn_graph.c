@@ -16,6 +16,8 @@
      also the same bits in batches of 33, 7 and 1 (other buckets, other graphs). On the tensor
      cores (fp16, tf32) cuDNN's convolutions may round differently at another batch size (seen
      on the residual network in fp16), so there each batch size is held to the tolerance alone.
+   - the inverted blocks' network in fp16: the same bits with the inverted kernel as with its
+     convolutions run apart (TTP_CONV_BLOCKS=0).
    Every output is poisoned (NaN) before each run.
    Usage: test_cudnn_graph; exits 77 without a GPU. */
 #include <math.h>
@@ -141,6 +143,23 @@ static double check_precision(const char* what, const model* m, engine_config c,
   return worst;
 }
 
+/* In fp16, model m's probabilities with ttapipe's inverted residual kernel and with its three
+   convolutions run apart (TTP_CONV_BLOCKS=0), each on ttapipe's own kernels: the same bits, as
+   the kernel promises. (The residual pair's apart are cuDNN's on 16 x 16 maps: other bits.) */
+static void check_blocks_apart(const char* what, const model* m, engine_config c,
+                               const uint8_t* images) {
+  const engine_entry* cudnn = engine_find(TTP_ENGINE_CUDNN);
+  outputs joined = outputs_new((size_t)m->classes), apart = outputs_new((size_t)m->classes);
+  c.precision = TTP_PRECISION_FP16, c.max_batch = IMAGES, c.use_graph = 1;
+  run_engine(what, cudnn, m, &c, images, joined, (expected){NULL, 0});
+  CHECK(setenv("TTP_CONV_BLOCKS", "0", 1) == 0, "setenv");
+  run_engine(what, cudnn, m, &c, images, apart, (expected){NULL, 0});
+  unsetenv("TTP_CONV_BLOCKS");
+  CHECK(memcmp(joined.probs, apart.probs, IMAGES * (size_t)m->classes * sizeof(float)) == 0,
+        "%s: fp16 with the block kernels not the bits of the convolutions run apart", what);
+  outputs_free(joined), outputs_free(apart);
+}
+
 static void check_model(const char* name, const model* m, int copies, test_rng* rng) {
   ttp_tta tta;
   ttp_tta_init(&tta);
@@ -168,6 +187,7 @@ static void check_model(const char* name, const model* m, int copies, test_rng* 
   const double fp16 = check_precision(what, m, c, images, want);
   c.precision = TTP_PRECISION_TF32;
   const double tf32 = check_precision(what, m, c, images, want);
+  if (strstr(name, "inverted")) check_blocks_apart(what, m, c, images);
   printf("%-36s %2d layers: max |dp| fp32 %.3g, fp16 %.3g, tf32 %.3g; graphs and eager the same "
          "bits; fp32 the same bits in batches of %d, 7 and 1\n", what, m->layer_count, fp32, fp16,
          tf32, IMAGES);
