@@ -38,7 +38,8 @@ static const cli_option tune_options[] = {
                    "held-out figures; the policy written is the first fold's (default 1)"},
     {"sweeps", "LIST", "the parameters the search sweeps, comma-separated, of copies, shift, "
                        "contrast, brightness, noise, noise_kind, merge, flip_h, rotate, scale, "
-                       "translate, edge, views (default: all, in that order)"},
+                       "translate, edge, views (lists of views: mirrors, airbench's shifted "
+                       "mirrors, turns, zooms) (default: all, in that order)"},
     {"compare", "POLICY", "also score this policy file on the held-out images, beside the chosen "
                           "(e.g. the one in use), image by image"},
     {"split-seed", "S", "seed of the split, 0..2^64-1 (default 1)"},
@@ -57,7 +58,7 @@ static const cli_option tune_options[] = {
 static const char* const tune_aliases[] = {"-o", "output", NULL};
 
 /* One parameter the search sweeps, and its values. */
-enum { SWEEP_VALUES = 4 };
+enum { SWEEP_VALUES = 7 };
 typedef struct sweep {
   const char* name;
   int count;
@@ -80,14 +81,15 @@ static const sweep sweeps[] = {
     {"translate", 3, {{0}, {0.5}, {1}}},
     {"edge", 3, {{0}, {1}, {2}}},
     /* lists of views instead of drawn ones (view_lists below) */
-    {"views", 4, {{0}, {1}, {2}, {3}}},
+    {"views", 7, {{0}, {1}, {2}, {3}, {4}, {5}, {6}}},
 };
 enum { SWEEP_COPIES = 0, SWEEP_SHIFT = 1, SWEEP_FLIP_H = 7, SWEEP_TRANSLATE = 10, SWEEP_VIEWS = 12 };
 
 /* The views sweep's lists, each with its copies' weights (none: alike): drawn views (none); a
    mirror pair; airbench's six (the mirror by no shift and 1-pixel shifts either way, the unshifted
-   pair weighing twice the others); and its ten, the shifts up and down too. A list fixes the
-   copies and the geometry; the edge mode (reflect in airbench) is its own sweep. */
+   pair weighing twice the others); its ten, the shifts up and down too; and the classical views
+   of digits: turns of 10 degrees either way, zooms of 0.9 and 1.1, both. A list fixes the copies
+   and the geometry; the edge mode (reflect in airbench) is its own sweep. */
 static const struct {
   const char* views;
   float weights[10];
@@ -99,6 +101,9 @@ static const struct {
     {"none; flip_h; shift 1 0; flip_h shift 1 0; shift -1 0; flip_h shift -1 0; shift 0 1; "
      "flip_h shift 0 1; shift 0 -1; flip_h shift 0 -1",
      {2, 2, 1, 1, 1, 1, 1, 1, 1, 1}},
+    {"none; rotate 10; rotate -10", {0}},
+    {"none; scale 0.9; scale 1.1", {0}},
+    {"none; rotate 10; rotate -10; scale 0.9; scale 1.1", {0}},
 };
 
 /* Whether sweep s changes what a list of views fixes (the copies and the drawn geometry). */

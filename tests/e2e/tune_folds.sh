@@ -10,7 +10,7 @@
 #   - --compare with a one-copy policy scores what the plain model scores, bit for bit, and the
 #     chosen's gains over it are those over the plain model;
 #   - --sweeps rotate,scale tries the plain model, the start and rotations and zooms alone;
-#   - --sweeps views tries the lists of views (2, 6 weighed and 10).
+#   - --sweeps views tries the six lists of views (2, 6 weighed, 10, turns, zooms, both).
 # Skipped (77) without the dataset.
 # Usage: tune_folds.sh TTAPIPE DATASETS_DIR PYTHON
 set -u
@@ -73,10 +73,11 @@ tune --sweeps views --candidates 12 -o "$work/v.policy" --json "$work/v.json" >/
 "$python" - "$work/v.json" <<'PY' || fail "--sweeps views"
 import json, sys
 tried = [t["policy"] for t in json.load(open(sys.argv[1]))["tried"]]
-# the plain model, the start, then the three lists (2, 6 and 10 views; airbench's weighed 2, 2, 1, ...)
+# the plain model, the start, then the six lists (2, 6 and 10 views; airbench's weighed 2, 2, 1,
+# ...; turns, zooms, both)
 lists = [p for p in tried if "listed views" in p]
-assert [int(p.split(" listed views")[0].split()[-1]) for p in lists] == [2, 6, 10], tried
+assert [int(p.split(" listed views")[0].split()[-1]) for p in lists] == [2, 6, 10, 3, 3, 5], tried
 assert "weights 2,2,1,1,1,1" in lists[1] and "weights" not in lists[0], lists
-print(f"tune --sweeps views: {len(tried)} policies, the lists of 2, 6 and 10 views among them")
+print(f"tune --sweeps views: {len(tried)} policies, the six lists among them")
 PY
 [ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }
