@@ -6,11 +6,12 @@
    Molchanov et al. 2020's greedy policy search, over ttapipe's parameters instead of a list of
    operations, and a few lists of views such as airbench's): start from the better of the plain
    model (one copy) and the arguments' policy (by default `--tta 5`), then sweep each
-   parameter's values in turn (from 5 plain copies while
-   the plain model is the best: neutral), keeping a change when it is better by the objective (accuracy, ties by NLL; or NLL), twice over or until the budget
-   (--candidates, --seconds) is spent. Copy 0 stays the image as it is. Each candidate is a
-   pipeline opened with that policy (the cudnn engine choosing by its fixed rule): correct and
-   deterministic for a seed, not yet fast on the GPU (a policy change re-plans).
+   parameter's values in turn (from 5 plain copies while the plain model is the best: neutral),
+   keeping a change when it is better by the objective (accuracy, ties by NLL; or NLL), twice
+   over or until the budget (--candidates, --seconds) is spent. Copy 0 stays the image as it is.
+   Each candidate is a pipeline opened with that policy (the cudnn engine choosing by its fixed
+   rule): correct and deterministic for a seed, not yet fast on the GPU (a policy change
+   re-plans).
 
    --folds 2: the search runs twice, on each half of the shuffle, the other half held out, so
    that every image is held out once; the held-out figures are reported by fold and pooled.
@@ -83,7 +84,6 @@ static const sweep sweeps[] = {
     /* lists of views instead of drawn ones (view_lists below) */
     {"views", 7, {{0}, {1}, {2}, {3}, {4}, {5}, {6}}},
 };
-enum { SWEEP_COPIES = 0, SWEEP_SHIFT = 1, SWEEP_FLIP_H = 7, SWEEP_TRANSLATE = 10, SWEEP_VIEWS = 12 };
 
 /* The views sweep's lists, each with its copies' weights (none: alike): drawn views (none); a
    mirror pair; airbench's six (the mirror by no shift and 1-pixel shifts either way, the unshifted
@@ -108,7 +108,10 @@ static const struct {
 
 /* Whether sweep s changes what a list of views fixes (the copies and the drawn geometry). */
 static int fixed_by_lists(size_t s) {
-  return s == SWEEP_COPIES || s == SWEEP_SHIFT || (s >= SWEEP_FLIP_H && s <= SWEEP_TRANSLATE);
+  static const char* const fixed[] = {"copies", "shift", "flip_h", "rotate", "scale", "translate"};
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+    if (strcmp(sweeps[s].name, fixed[i]) == 0) return 1;
+  return 0;
 }
 
 /* t with the views sweep's list k, its weights, the drawn geometry at its defaults (a list
@@ -384,10 +387,6 @@ static void print_row(const char* name, const metrics* m) {
   printf("  %-13s %7.2f%% +- %.2f %9.4f %9.4f %9.4f\n", name, 100 * m->accuracy, 100 * margin,
          m->nll, m->brier, m->ece);
 }
-
-/* The chosen policy against another on the same held-out images, image by image: the gains in
-   accuracy (points) and NLL (positive: the chosen better), each in standard errors of the mean
-   of the paired differences. */
 
 typedef struct correct_pair {
   const uint8_t *a, *b;

@@ -68,17 +68,17 @@ int gpu_conv_block_nhwc_takes(const gpu_conv_shape* s, int half);
    + x) or two convolutions in a row (no residual). m stays in shared memory, so that x is read
    and y written once. The bits are gpu_conv_nhwc's for the same two convolutions run one after
    the other (given finite weights: the taps it skips, on the rows above and below the image,
-   would add 0 x w, NaN where w is not finite). fp16 values; weights and biases as gpu_conv_nhwc's (NULL bias: none); y not
-   overlapping x. Launch only (capture-safe). */
+   would add 0 x w, NaN where w is not finite). fp16 values; weights and biases as
+   gpu_conv_nhwc's (NULL bias: none); y not overlapping x. Launch only (capture-safe). */
 ttp_status gpu_conv_block_nhwc(const void* x, const void* weights1, const float* bias1,
                                gpu_clamp clamp1, const void* weights2, const float* bias2,
                                gpu_clamp clamp2, int residual, void* y, const gpu_conv_shape* s,
                                cudaStream_t stream, ttp_err* e);
 
 /* The model's weights k x c x r x s (floats) into the order gpu_conv_nhwc reads them for an input
-   of cp >= c channels (gpu_conv_nhwc_window_channels; those past c zeros), in fp16 (half) or TF32: for each
-   window column, k-step of 32 bytes of input channels (16 in fp16, 8 in TF32), window row (the
-   sum order) and pair of 8-channel n-tiles,
+   of cp >= c channels (gpu_conv_nhwc_window_channels; those past c zeros), in fp16 (half) or
+   TF32: for each window column, k-step of 32 bytes of input channels (16 in fp16, 8 in TF32),
+   window row (the sum order) and pair of 8-channel n-tiles,
    the tensor cores' B fragments in the order the 32 lanes hold them (k x cp x r x s values in
    all; host to host, the caller converts to fp16; in TF32 the values come rounded to it). */
 void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp, int half,

@@ -5,9 +5,9 @@
 // for each tap of the window, one 16-byte load of the input pixel's channels and one of the
 // tap's weights, fp32 multiply-adds. Consecutive threads take consecutive vectors of a pixel,
 // then the next pixels of the row, so a warp's loads and stores are contiguous. A block's
-// threads lie in one image (blockIdx.x over the blocks an image): 32-bit indices inside it. The 3x3 window, MobileNets'
-// own, is unrolled at compile time so that its nine loads are in flight together; other windows
-// loop.
+// threads lie in one image (blockIdx.x over the blocks an image): 32-bit indices inside it. The
+// 3x3 window, MobileNets' own, is unrolled at compile time so that its nine loads are in flight
+// together; other windows loop.
 #include <cuda_fp16.h>
 
 #include "../element.cuh"
@@ -16,6 +16,11 @@
 namespace {
 
 constexpr int kThreads = 256;
+
+// Blocks an image takes at `vector` channels a thread.
+__host__ __device__ inline long long blocks_an_image(const gpu_conv_shape& s, int vector) {
+  return ((long long)s.p * s.q * (s.c / vector) + kThreads - 1) / kThreads;
+}
 
 template <typename T, int R, int S>
 __global__ void __launch_bounds__(kThreads) depthwise_nhwc_kernel(
@@ -26,7 +31,7 @@ __global__ void __launch_bounds__(kThreads) depthwise_nhwc_kernel(
   // Blocks walk one image's rows before the next image's, so that the rows a block reads above
   // and below its own are in the L2 from its neighbours (a grid of image-major blocks read each
   // input about three times from memory).
-  const int per_image = (s.p * s.q * vectors + kThreads - 1) / kThreads;
+  const int per_image = (int)blocks_an_image(s, kVector);
   const long long image = blockIdx.x / per_image;
   const int i = (int)(blockIdx.x - image * per_image) * kThreads + threadIdx.x;  // (p, q, vector)
   if (i >= s.p * s.q * vectors) return;
@@ -71,8 +76,7 @@ __global__ void __launch_bounds__(kThreads) depthwise_nhwc_kernel(
 template <typename T>
 void launch(const void* x, const void* weights, const float* bias, const void* z, void* y,
             const gpu_conv_shape& s, gpu_clamp clamp, cudaStream_t stream) {
-  const int per_image = s.p * s.q * (s.c / (16 / (int)sizeof(T)));
-  const unsigned grid = (unsigned)s.n * (unsigned)((per_image + kThreads - 1) / kThreads);
+  const unsigned grid = (unsigned)(s.n * blocks_an_image(s, 16 / (int)sizeof(T)));
   const T *xt = static_cast<const T*>(x), *wt = static_cast<const T*>(weights);
   const T* zt = static_cast<const T*>(z);
   T* yt = static_cast<T*>(y);
@@ -85,7 +89,7 @@ void launch(const void* x, const void* weights, const float* bias, const void* z
 }  // namespace
 
 extern "C" int gpu_depthwise_nhwc_takes(const gpu_conv_shape* s) {
-  const long long per_image = ((long long)s->p * s->q * (s->c / 4) + kThreads - 1) / kThreads;
+  const long long per_image = blocks_an_image(*s, 4); /* fp32's, the most */
   return s->c == s->k && s->c % 8 == 0 && s->c > 0 && s->n >= 1 &&
          (long long)s->h * s->w * s->c <= 0x7fffffff &&  /* 32-bit indices inside an image */
          (long long)s->p * s->q * s->c <= 0x7fffffff && (long long)s->n * per_image <= 0x7fffffff;

@@ -110,9 +110,9 @@ struct problem {
     z.fill(l.residual ? y_count : 1, -1.0f, 1.0f, half);
     bias.resize(s.k);
     for (float& b : bias) b = uniform(-0.3f, 0.3f);
-    std::vector<float> rsck((size_t)s.k * gpu_conv_nhwc_window_channels(s.c, half) * s.r * s.s);
-    gpu_conv_weights(w.value.data(), s.k, s.c, s.r, s.s, gpu_conv_nhwc_window_channels(s.c, half),
-                     half, rsck.data());
+    const int cp = gpu_conv_nhwc_window_channels(s.c, half);
+    std::vector<float> rsck((size_t)s.k * cp * s.r * s.s);
+    gpu_conv_weights(w.value.data(), s.k, s.c, s.r, s.s, cp, half, rsck.data());
     w_rsck = lab_upload_values(rsck, half);
     bias_dev = static_cast<float*>(lab_upload(bias.data(), s.k * sizeof(float)));
     CHECK_CUDA(cudaMalloc(&y, y_count * (half ? sizeof(__half) : sizeof(float))));

@@ -1,7 +1,7 @@
-// Kernel lab for ttapipe's inverted residual block in one kernel (pipeline/cudnn/inverted_kernel.cu)
-// beside the same block as three kernels (gpu_conv_nhwc for the 1x1 expansion, gpu_depthwise_nhwc,
-// gpu_conv_nhwc for the projection with the input as z), fp16, on the MobileNetV2-style net's
-// blocks it is built for:
+// Kernel lab for ttapipe's inverted residual block in one kernel
+// (pipeline/cudnn/inverted_kernel.cu) beside the same block as three kernels (gpu_conv_nhwc for
+// the 1x1 expansion, gpu_depthwise_nhwc, gpu_conv_nhwc for the projection with the input as z),
+// fp16, on the MobileNetV2-style net's blocks it is built for:
 //
 //   b0        16 -> 64 -> 16 channels, 32x32, ReLU6 after the expansion and the depthwise layer,
 //             + the input (the net's first block)
