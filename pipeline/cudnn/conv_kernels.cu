@@ -63,6 +63,10 @@ struct conv_plan {
 
 inline size_t round128(size_t n) { return (n + 127) / 128 * 128; }
 
+// The output channels computed: k up to a multiple of 16 (a pair of n-tiles; the weights past k
+// zeros, as gpu_conv_weights lays them out), those past k neither read nor stored.
+__host__ __device__ constexpr int padded_k(int k) { return (k + 15) / 16 * 16; }
+
 // The channels a window pixel holds: c up to a whole k-step of 32 bytes (16 in fp16, 8 in fp32).
 inline int window_channels(int c, int elem) {
   const int step = 32 / elem;
@@ -102,7 +106,9 @@ int plan_conv(const gpu_conv_shape& s, int elem, conv_plan* pl) {
   for (int per_sm = 2; per_sm >= 1 && !found; per_sm--) {
     const size_t budget = per_sm == 2 ? kSharedForTwo : kSharedPerSM;
     for (int kt : {64, 48, 32, 16}) {
-      if (s.k % kt) continue;
+      // a padded k (not a multiple of 16) takes slices of 16 or 32 channels (the kernels built
+      // for padding)
+      if (padded_k(s.k) % kt || (s.k % 16 && kt > 32)) continue;
       const size_t weights = (size_t)s.r * s.s * cp * kt * elem;
       if (weights >= budget) continue;
       conv_plan p = {};
@@ -194,7 +200,7 @@ __device__ __forceinline__ void load_weights(const unsigned char* __restrict__ w
                                              unsigned* step_at) {
   const int window_cols = pl.window_cols;
   const int steps = pl.cp * (int)sizeof(T) / 32, all_steps = s.r * s.s * steps;
-  const int pairs = s.k / 16, chunks = all_steps * KPairs * 32;
+  const int pairs = padded_k(s.k) / 16, chunks = all_steps * KPairs * 32;
   for (int v = threadIdx.x; v < chunks; v += Threads) {
     const int tap_step = v / (KPairs * 32), rest = v - tap_step * KPairs * 32;
     copy16(weights_at + v * 16,
@@ -263,7 +269,9 @@ __device__ __forceinline__ void multiply_taps(float (&acc)[Tiles][KT / 8][4],
   }
 }
 
-template <typename T, int KT>
+// Pad: k is not a multiple of 16; the channels past it are computed, neither read nor stored
+// (a kernel of its own, so that the others carry no checks).
+template <typename T, int KT, bool Pad>
 __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
     const T* __restrict__ x, const unsigned char* __restrict__ w, const float* __restrict__ bias,
     const T* __restrict__ z, T* __restrict__ y, gpu_conv_shape s, conv_plan pl, gpu_clamp clamp) {
@@ -276,6 +284,7 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
   const unsigned windows_at = weights_at + (unsigned)pl.weight_bytes;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int k0 = blockIdx.y * KT;
+  const int k_end = Pad ? s.k : k0 + KT;  // this block's channels from k_end on: padding
   const int steps = pl.cp * (int)sizeof(T) / 32;  // 32 bytes of input channels a k-step
   const int all_steps = s.r * s.s * steps;
 
@@ -333,10 +342,11 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
           const bool read = z && out_at[f][h] >= 0;
 #pragma unroll
           for (int j = 0; j < KT / 8; j++)
-            residual[f][h][j] = read ? E::load(z + out_at[f][h] + j * 8) : E::none();
+            residual[f][h][j] =
+                read && k0 + j * 8 < k_end ? E::load(z + out_at[f][h] + j * 8) : E::none();
         }
       float acc[kTiles][KT / 8][4];
-      start_sums<KT, kTiles>(acc, bias, k0, t4);
+      start_sums<KT, kTiles>(acc, bias, k0, t4, k_end);
       multiply_taps<T, KT, kTiles>(acc, a_pixel, window, weights_at, step_at, all_steps,
                                    pixel_bytes, lane);
 
@@ -349,6 +359,7 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
           if (out_at[f][h] < 0) continue;
 #pragma unroll
           for (int j = 0; j < KT / 8; j++) {
+            if (k0 + j * 8 >= k_end) continue;  // the padding's channels
             float v0 = acc[f][j][2 * h], v1 = acc[f][j][2 * h + 1];
             if (z) {
               const float2 r = E::wide(residual[f][h][j]);
@@ -362,27 +373,27 @@ __global__ void __launch_bounds__(kThreads, blocks_of(KT)) conv_nhwc_kernel(
   }
 }
 
-template <typename T, int KT>
+template <typename T, int KT, bool Pad>
 cudaError_t launch(const void* x, const void* w, const float* bias, const void* z, void* y,
                    const gpu_conv_shape& s, const conv_plan& pl, gpu_clamp clamp,
                    cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (pl.shared > (48 << 10))
-    err = cudaFuncSetAttribute(conv_nhwc_kernel<T, KT>,
+    err = cudaFuncSetAttribute(conv_nhwc_kernel<T, KT, Pad>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pl.shared);
   int device = 0, sms = 0, resident = 0;
   if (err == cudaSuccess) err = cudaGetDevice(&device);
   if (err == cudaSuccess)
     err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err == cudaSuccess)
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, conv_nhwc_kernel<T, KT>,
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, conv_nhwc_kernel<T, KT, Pad>,
                                                         kThreads, pl.shared);
   if (err != cudaSuccess) return err;
-  const int ktiles = s.k / KT;
+  const int ktiles = padded_k(s.k) / KT;
   const long long fill = (long long)sms * (resident > 0 ? resident : 1);
   const int blocks = (int)(pl.items < (fill + ktiles - 1) / ktiles ? pl.items
                                                                    : (fill + ktiles - 1) / ktiles);
-  conv_nhwc_kernel<T, KT>
+  conv_nhwc_kernel<T, KT, Pad>
       <<<dim3((unsigned)blocks, (unsigned)ktiles), kThreads, pl.shared, stream>>>(
           static_cast<const T*>(x), static_cast<const unsigned char*>(w), bias,
           static_cast<const T*>(z), static_cast<T*>(y), s, pl, clamp);
@@ -393,17 +404,19 @@ template <typename T>
 cudaError_t launch(const void* x, const void* w, const float* bias, const void* z, void* y,
                    const gpu_conv_shape& s, const conv_plan& pl, gpu_clamp clamp,
                    cudaStream_t stream) {
+  if (s.k % 16) return pl.kt == 32 ? launch<T, 32, true>(x, w, bias, z, y, s, pl, clamp, stream)
+                                    : launch<T, 16, true>(x, w, bias, z, y, s, pl, clamp, stream);
   switch (pl.kt) {
-    case 64: return launch<T, 64>(x, w, bias, z, y, s, pl, clamp, stream);
-    case 48: return launch<T, 48>(x, w, bias, z, y, s, pl, clamp, stream);
-    case 32: return launch<T, 32>(x, w, bias, z, y, s, pl, clamp, stream);
-    default: return launch<T, 16>(x, w, bias, z, y, s, pl, clamp, stream);
+    case 64: return launch<T, 64, false>(x, w, bias, z, y, s, pl, clamp, stream);
+    case 48: return launch<T, 48, false>(x, w, bias, z, y, s, pl, clamp, stream);
+    case 32: return launch<T, 32, false>(x, w, bias, z, y, s, pl, clamp, stream);
+    default: return launch<T, 16, false>(x, w, bias, z, y, s, pl, clamp, stream);
   }
 }
 
 // Whether the kernel takes the shape, and how it cuts it (*pl) where it does.
 int takes(const gpu_conv_shape& s, int half, conv_plan* pl) {
-  return s.c % 8 == 0 && s.k % 16 == 0 && s.c >= 8 && s.k >= 16 && s.n >= 1 && s.p >= 1 &&
+  return s.c % 8 == 0 && s.k % 8 == 0 && s.c >= 8 && s.k >= 8 && s.n >= 1 && s.p >= 1 &&
          s.q >= 1 && plan_conv(s, half ? 2 : 4, pl);
 }
 
@@ -424,8 +437,7 @@ extern "C" ttp_status gpu_conv_nhwc(const void* x, const void* weights, const fl
   conv_plan pl;
   if (!takes(*s, half, &pl))
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_conv_nhwc: %d to %d channels, a %dx%d window "
-               "(multiples of 8 and 16 channels, the weights and two windows within shared "
-               "memory)",
+               "(multiples of 8 channels, the weights and two windows within shared memory)",
                s->c, s->k, s->r, s->s);
   const cudaError_t err = half ? launch<__half>(x, weights, bias, z, y, *s, pl, clamp, stream)
                                : launch<float>(x, weights, bias, z, y, *s, pl, clamp, stream);
@@ -442,7 +454,7 @@ extern "C" ttp_status gpu_conv_nhwc(const void* x, const void* weights, const fl
 extern "C" void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp, int half,
                                  float* out) {
   const int per_step = half ? 16 : 8, values = half ? 8 : 4;
-  const int steps = cp / per_step, pairs = k / 16;
+  const int steps = cp / per_step, pairs = (k + 15) / 16;
   for (int column = 0; column < s; column++)
     for (int step = 0; step < steps; step++)
       for (int row = 0; row < r; row++)
@@ -455,7 +467,8 @@ extern "C" void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, 
               const size_t at =
                   (((((size_t)column * steps + step) * r + row) * pairs + pair) * 32 + lane) *
                       values + e;
-              float v = i < c ? kcrs[(((size_t)n * c + i) * r + row) * s + column] : 0.0f;
+              float v = i < c && n < k ? kcrs[(((size_t)n * c + i) * r + row) * s + column]
+                                       : 0.0f;
               if (!half) {
                 unsigned bits;
                 memcpy(&bits, &v, sizeof bits);

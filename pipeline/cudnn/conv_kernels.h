@@ -35,9 +35,10 @@ static __device__ __forceinline__ float gpu_clamped(float v, gpu_clamp c) {
 }
 #endif
 
-/* Whether gpu_conv_nhwc takes the shape in fp16 (half) or fp32: c a multiple of 8 and k of 16,
-   and a slice of the weights (16 to 64 output channels) with two input windows of at least one
-   output row each within a block's shared memory. */
+/* Whether gpu_conv_nhwc takes the shape in fp16 (half) or fp32: c and k multiples of 8 (k
+   computed as a multiple of 16, the weights padded so by gpu_conv_weights), and a slice of the
+   weights (16 to 64 output channels) with two input windows of at least one output row each
+   within a block's shared memory. */
 int gpu_conv_nhwc_takes(const gpu_conv_shape* s, int half);
 
 /* The input channels gpu_conv_nhwc's weights are laid out for (gpu_conv_weights' cp) on an input
@@ -79,8 +80,9 @@ ttp_status gpu_conv_block_nhwc(const void* x, const void* weights1, const float*
    of cp >= c channels (gpu_conv_nhwc_window_channels; those past c zeros), in fp16 (half) or
    TF32: for each window column, k-step of 32 bytes of input channels (16 in fp16, 8 in TF32),
    window row (the sum order) and pair of 8-channel n-tiles,
-   the tensor cores' B fragments in the order the 32 lanes hold them (k x cp x r x s values in
-   all; host to host, the caller converts to fp16; in TF32 the values come rounded to it). */
+   the tensor cores' B fragments in the order the 32 lanes hold them (kp x cp x r x s values in
+   all, kp = k rounded up to a multiple of 16, the outputs past k zeros; host to host, the caller
+   converts to fp16; in TF32 the values come rounded to it). */
 void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp, int half,
                       float* out);
 

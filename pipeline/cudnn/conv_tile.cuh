@@ -85,16 +85,20 @@ inline bool device_runs(int major, int shared) {
          have >= major && optin >= shared;
 }
 
-// acc[f][j] = bias of this lane's channels (k0 + j * 8 + t4 * 2, + 1), or 0. A bias of -0 starts
-// as +0 (+ 0.0f), so that a sum never holds -0 and adding a product of zeros leaves it as it is:
-// a kernel may then skip the taps it knows to read zeros and keep the bits.
+// acc[f][j] = bias of this lane's channels (k0 + j * 8 + t4 * 2, + 1), or 0 (no bias, or a
+// channel at or past k: the padding of a layer of k channels, a multiple of 8, computed as a
+// multiple of 16). A bias of -0 starts as +0 (+ 0.0f), so that a sum never holds -0 and adding a
+// product of zeros leaves it as it is: a kernel may then skip the taps it knows to read zeros and
+// keep the bits.
 template <int KT, int Tiles>
 __device__ __forceinline__ void start_sums(float (&acc)[Tiles][KT / 8][4],
-                                           const float* __restrict__ bias, int k0, int t4) {
+                                           const float* __restrict__ bias, int k0, int t4,
+                                           int k = KT) {
 #pragma unroll
   for (int j = 0; j < KT / 8; j++) {
-    const float b0 = bias ? bias[k0 + j * 8 + t4 * 2] + 0.0f : 0.0f;
-    const float b1 = bias ? bias[k0 + j * 8 + t4 * 2 + 1] + 0.0f : 0.0f;
+    const bool real = bias && k0 + j * 8 < k;
+    const float b0 = real ? bias[k0 + j * 8 + t4 * 2] + 0.0f : 0.0f;
+    const float b1 = real ? bias[k0 + j * 8 + t4 * 2 + 1] + 0.0f : 0.0f;
 #pragma unroll
     for (int f = 0; f < Tiles; f++)
       acc[f][j][0] = b0, acc[f][j][1] = b1, acc[f][j][2] = b0, acc[f][j][3] = b1;

@@ -261,25 +261,27 @@ static int finite_in_half(const float* w, size_t count) {
 
 /* Whether convolutions A, B and C (each one's unit read by the next alone) run as ttapipe's
    inverted residual block (inverted_kernel.h): A a 1x1 expansion not on the network's input, B a
-   depthwise 3x3 of stride 1 padded by 1 (ttapipe's depthwise kernel) whose weights are finite in
-   fp16 (the kernel adds the padding's 0 x w, which the depthwise kernel skips: the same bits
-   only then), C a 1x1 projection, none strided, A and B without a residual of their own, and
-   C's residual, if any, A's input. */
+   depthwise 3x3 of stride 1 or 2 padded by 1 (ttapipe's depthwise kernel) whose weights are
+   finite in fp16 (the kernel adds the padding's 0 x w, which the depthwise kernel skips: the
+   same bits only then), C a 1x1 projection, the 1x1s not strided, A and B without a residual of
+   their own, and C's residual, if any, A's input (at stride 1). */
 static int inverted_suits(const cudnn_net* g, const gpu_layer* A, const gpu_layer* B,
                           const gpu_layer* C) {
   const model_layer *a = A->l, *b = B->l, *c = C->l;
   const model_window *wa = &a->p.conv.w, *wb = &b->p.conv.w, *wc = &c->p.conv.w;
   const model_window one = {.r = 1, .s = 1, .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1};
-  const model_window three = {.r = 3, .s = 3, .stride_h = 1, .stride_w = 1, .pad_t = 1,
-                              .pad_l = 1, .pad_b = 1, .pad_r = 1, .dil_h = 1, .dil_w = 1};
+  const int stride = wb->stride_h;
+  const model_window three = {.r = 3, .s = 3, .stride_h = stride, .stride_w = stride,
+                              .pad_t = 1, .pad_l = 1, .pad_b = 1, .pad_r = 1, .dil_h = 1,
+                              .dil_w = 1};
   if (a->inputs[0] == 0 || A->residual || B->residual ||
-      (C->residual && C->z_value != a->inputs[0]) || a->p.conv.groups > 1 ||
+      (C->residual && (C->z_value != a->inputs[0] || stride != 1)) || a->p.conv.groups > 1 ||
       c->p.conv.groups > 1 || !gpu_depthwise_suits(b) || memcmp(wa, &one, sizeof one) != 0 ||
       memcmp(wc, &one, sizeof one) != 0 || memcmp(wb, &three, sizeof three) != 0 ||
       !finite_in_half(b->weights, b->weight_count))
     return 0;
   const gpu_inverted_shape s = {g->ctx.rows[g->ctx.buckets - 1], a->in.h, a->in.w, a->in.c,
-                                a->p.conv.k, c->p.conv.k};
+                                a->p.conv.k, c->p.conv.k, stride};
   return gpu_inverted_nhwc_takes(&s, g->ctx.half);
 }
 

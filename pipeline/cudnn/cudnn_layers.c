@@ -452,7 +452,7 @@ static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   const model_layer* l = L->l;
   const int k = l->p.conv.k, r = l->p.conv.w.r, t = l->p.conv.w.s;
   const int c = gpu_conv_nhwc_window_channels(L->x_shape.c, ctx->half);
-  const size_t count = (size_t)k * c * r * t;
+  const size_t count = (size_t)(k + 15) / 16 * 16 * c * r * t; /* outputs padded to 16s */
   float* rsck = malloc(count * sizeof *rsck);
   if (!rsck) return ERR_NOMEM(e, count * sizeof *rsck);
   gpu_conv_weights(l->weights, k, l->in.c, r, t, c, ctx->half, rsck); /* past the model's: 0 */
@@ -622,8 +622,9 @@ static ttp_status conv_enqueue(const gpu_context* ctx, const gpu_layer* L, int b
   const void* x = in[0];
   const void* z = L->residual ? in[1] : NULL;
   if (L->middle) { /* in[0]: the expansion's input, which the residual z is too */
-    const gpu_inverted_shape s = {ctx->rows[b], l->in.h, l->in.w, L->first->l->in.c,
-                                  l->in.c, l->p.conv.k};
+    const gpu_inverted_shape s = {ctx->rows[b], L->first->l->in.h, L->first->l->in.w,
+                                  L->first->l->in.c, l->in.c, l->p.conv.k,
+                                  L->middle->l->p.conv.w.stride_h};
     const gpu_inverted_block block = {L->first->weights, L->middle->weights, L->weights,
                                       L->first->bias, L->middle->bias, L->bias,
                                       clamp_of(L->first), clamp_of(L->middle), clamp_of(L),

@@ -3,24 +3,25 @@
 // conv_kernels.h's order) and the depthwise one in fp32 multiply-adds on the CUDA cores.
 //
 // Two blocks of 8 warps an SM on a persistent grid. An item is a band of TR output rows of one
-// image. Its input window (the band's rows and one above and below, zeros outside the image,
-// planes of 8 channels, 16 bytes a pixel) arrives by cp.async while the block computes the item
-// before it (two buffers). Then three phases, a barrier between them:
+// image. Its input window (the input rows under the band's, with one above and below: zeros
+// outside the image, planes of 8 channels, 16 bytes a pixel) arrives by cp.async while the block
+// computes the item before it (two buffers). Then three phases, a barrier between them:
 //   - expansion: 16-pixel tiles of the window's rows (A by ldmatrix) times the expansion's
 //     weights (B, all of them held in shared memory), + bias, clamp, rounded to fp16, into the
 //     expanded band (half-planes of 4 channels, 8 bytes a pixel, so that the depthwise phase's
 //     lanes read consecutive 8-byte words), zeros on its rows outside the image; its columns
 //     either side of the image hold zeros from the kernel's start: the depthwise layer's padding;
-//   - depthwise: a thread takes 4 channels of one column of the band: their nine taps' weights
-//     (fp32 in shared memory) once, then the TR outputs down the column, each input row of the
-//     expanded band read and widened to fp32 once into registers and used by the three outputs
-//     under it, every tap added (those on the padding add 0 x w, which leaves a sum that
+//   - depthwise (stride S): a thread takes 4 channels of one output column of the band: their
+//     nine taps' weights (fp32 in shared memory) once, then the TR outputs down the column, each
+//     row of the expanded band read and widened to fp32 once into registers and used by the
+//     outputs under it, every tap added (those on the padding add 0 x w, which leaves a sum that
 //     gpu_depthwise_nhwc starts from the bias + 0 as it was: the same bits as its skipping them,
 //     given finite weights); + bias, clamp, rounded to fp16, into the depthwise band (planes of 8
 //     channels, 16 bytes a pixel, the projection's A);
-//   - projection: 16-pixel tiles of the depthwise band times the projection's weights, + bias,
-//     + the block's input (read back from the window by ldmatrix in the accumulators' layout),
-//     clamp, to device memory.
+//   - projection: 16-pixel tiles of the depthwise band times the projection's weights (their
+//     outputs padded with zeros to a multiple of 16: 24 computed as 32), + bias, + the block's
+//     input (stride 1: read back from the window by ldmatrix in the accumulators' layout), clamp,
+//     the COUT real channels to device memory.
 // Only the input window is read from device memory and the output written.
 #include <cuda_fp16.h>
 
@@ -32,30 +33,35 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 
-// The shared memory of a block of CIN -> MID -> COUT channels over H x W maps, TR rows an item.
-template <int CIN, int MID, int COUT, int H, int W, int TR>
+// The shared memory of a block of CIN -> MID -> COUT channels over H x W maps, depthwise stride
+// S, TR output rows an item.
+template <int CIN, int MID, int COUT, int H, int W, int TR, int S>
 struct inverted_layout {
-  static constexpr int kRows = TR + 2;              // expanded rows an item: one above, one below
+  static constexpr int kOutH = H / S, kOutW = W / S;
+  static constexpr int kOut = (COUT + 15) / 16 * 16;  // the projection's channels, computed
+  static constexpr int kRows = (TR - 1) * S + 3;    // expanded rows an item: one above, one below
   static constexpr int kXPlane = kRows * W * 16;    // the input window: planes of 8 channels
   static constexpr int kXBytes = CIN / 8 * kXPlane;
   static constexpr int kMCols = W + 2;              // the expanded band's columns: a zero each side
   static constexpr int kMPlane = kRows * kMCols * 8;  // the expanded band: half-planes of 4
   static constexpr int kMBytes = MID / 4 * kMPlane;
-  static constexpr int kDPlane = TR * W * 16;       // the depthwise band: planes of 8
+  static constexpr int kDPlane = TR * kOutW * 16;   // the depthwise band: planes of 8
   static constexpr int kDBytes = MID / 8 * kDPlane;
   static constexpr int kExpandBytes = CIN / 16 * (MID / 16) * 512;  // the mma's B fragments
-  static constexpr int kProjectBytes = MID / 16 * (COUT / 16) * 512;
+  static constexpr int kProjectBytes = MID / 16 * (kOut / 16) * 512;
   static constexpr int kDepthwiseFloats = 9 * MID;
-  static constexpr int kBiasFloats = 2 * MID + COUT;  // expansion, depthwise, projection
+  static constexpr int kBiasFloats = 2 * MID + kOut;  // expansion, depthwise, projection
   static constexpr int kParams =
       (kExpandBytes + kProjectBytes + 4 * (kDepthwiseFloats + kBiasFloats) + 127) / 128 * 128;
   static constexpr int kShared = kParams + 2 * kXBytes + kMBytes + kDBytes;
-  static constexpr int kBands = H / TR;
+  static constexpr int kBands = kOutH / TR;
   static constexpr int kExpandTiles = kRows * W / 16;
-  static constexpr int kProjectTiles = TR * W / 16;
-  static constexpr int kUnits = MID / 4 * W;  // depthwise: 4 channels of a column
-  static_assert(H % TR == 0 && kRows * W % 16 == 0 && TR * W % 16 == 0, "16-pixel tiles");
-  static_assert(CIN % 16 == 0 && MID % 16 == 0 && COUT % 16 == 0, "k-steps, pairs of n-tiles");
+  static constexpr int kProjectTiles = TR * kOutW / 16;
+  static constexpr int kUnits = MID / 4 * kOutW;  // depthwise: 4 channels of an output column
+  static_assert(S == 1 || S == 2, "stride");
+  static_assert(H % S == 0 && W % S == 0 && kOutH % TR == 0, "whole bands");
+  static_assert(kRows * W % 16 == 0 && TR * kOutW % 16 == 0, "16-pixel tiles");
+  static_assert(CIN % 16 == 0 && MID % 16 == 0 && COUT % 8 == 0, "k-steps, n-tiles");
   static_assert(kShared <= 113 << 10, "two blocks an SM");
 };
 
@@ -102,16 +108,17 @@ __device__ __forceinline__ float2 half2_value(unsigned bits) {
   return __half22float2(*reinterpret_cast<const __half2*>(&bits));
 }
 
-// The input window of an item (image, output rows p0 .. p0 + TR - 1) into `at`: rows p0 - 1 ..
-// p0 + TR, zeros outside the image; consecutive threads copy consecutive 16 bytes of a pixel.
-template <int CIN, int MID, int COUT, int H, int W, int TR>
+// The input window of an item (image, output rows p0 .. p0 + TR - 1) into `at`: input rows
+// S p0 - 1 .. S (p0 + TR - 1) + 1, zeros outside the image; consecutive threads copy consecutive
+// 16 bytes of a pixel.
+template <int CIN, int MID, int COUT, int H, int W, int TR, int S>
 __device__ __forceinline__ void load_window(const __half* __restrict__ x, int image, int p0,
                                             unsigned at) {
-  using L = inverted_layout<CIN, MID, COUT, H, W, TR>;
+  using L = inverted_layout<CIN, MID, COUT, H, W, TR, S>;
   constexpr int kPlanes = CIN / 8;
   for (int v = threadIdx.x; v < L::kRows * W * kPlanes; v += kThreads) {
     const int plane = v % kPlanes, pixel = v / kPlanes;
-    const int row = p0 - 1 + pixel / W, column = pixel % W;
+    const int row = S * p0 - 1 + pixel / W, column = pixel % W;
     const bool valid = row >= 0 && row < H;
     const __half* src =
         valid ? x + (((long long)image * H + row) * W + column) * CIN + plane * 8 : x;
@@ -119,12 +126,12 @@ __device__ __forceinline__ void load_window(const __half* __restrict__ x, int im
   }
 }
 
-template <int CIN, int MID, int COUT, int H, int W, int TR>
+template <int CIN, int MID, int COUT, int H, int W, int TR, int S>
 __global__ void __launch_bounds__(kThreads, 2)
     inverted_kernel(const __half* __restrict__ x, __half* __restrict__ y, int n,
                     gpu_inverted_block b) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800  // mma.sync m16n8k16 (takes() asks for it)
-  using L = inverted_layout<CIN, MID, COUT, H, W, TR>;
+  using L = inverted_layout<CIN, MID, COUT, H, W, TR, S>;
   using E = element<__half>;
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned base = shared_address(smem);
@@ -146,7 +153,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     copy16(project_at + v * 16, static_cast<const unsigned char*>(b.project) + v * 16, true);
   int item = blockIdx.x;
   if (item < items)
-    load_window<CIN, MID, COUT, H, W, TR>(x, item / L::kBands, item % L::kBands * TR,
+    load_window<CIN, MID, COUT, H, W, TR, S>(x, item / L::kBands, item % L::kBands * TR,
                                           windows_at);
   copies_commit();
   for (int i = threadIdx.x; i < L::kDepthwiseFloats; i += kThreads)
@@ -154,7 +161,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int i = threadIdx.x; i < L::kBiasFloats; i += kThreads) {
     const float* bias = i < MID ? b.expand_bias : i < 2 * MID ? b.depthwise_bias : b.project_bias;
     const int k = i < MID ? i : i < 2 * MID ? i - MID : i - 2 * MID;
-    biases[i] = bias ? bias[k] : 0.0f;
+    biases[i] = bias && (i < 2 * MID || k < COUT) ? bias[k] : 0.0f;  // past COUT: padding
   }
 
   // The expanded band's columns either side of the image: zeros, written once (the expansion
@@ -173,13 +180,13 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();  // this item's window is in; every warp is done with the last item
     const int next = item + gridDim.x;
     if (next < items)
-      load_window<CIN, MID, COUT, H, W, TR>(x, next / L::kBands, next % L::kBands * TR,
+      load_window<CIN, MID, COUT, H, W, TR, S>(x, next / L::kBands, next % L::kBands * TR,
                                             windows_at + (buffer ^ 1) * L::kXBytes);
     copies_commit();
     const unsigned window = windows_at + buffer * L::kXBytes;
     const int image = item / L::kBands, p0 = item % L::kBands * TR;
 
-    // Expansion: window pixel e (row e / W of the window, image row p0 - 1 + e / W).
+    // Expansion: window pixel e (row e / W of the window, image row S p0 - 1 + e / W).
     for (int t = warp; t < L::kExpandTiles; t += kWarps) {
       float acc[1][MID / 8][4];
       start_sums<MID, 1>(acc, biases, 0, t4);
@@ -187,7 +194,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                                        expand_at, lane);
 #pragma unroll
       for (int h = 0; h < 2; h++) {
-        const int e = t * 16 + g + 8 * h, r = e / W, row = p0 - 1 + r;
+        const int e = t * 16 + g + 8 * h, r = e / W, row = S * p0 - 1 + r;
         const bool inside = row >= 0 && row < H;
         unsigned char* at = expanded + (r * L::kMCols + e % W + 1) * 8 + (t4 % 2) * 4;
 #pragma unroll
@@ -200,10 +207,10 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     __syncthreads();
 
-    // Depthwise: 4 channels (half-plane hp) of column q, output rows p0 .. p0 + TR - 1; the
-    // taps in gpu_depthwise_nhwc's order (window rows, then columns).
+    // Depthwise: 4 channels (half-plane hp) of output column q, output rows p0 .. p0 + TR - 1;
+    // the taps in gpu_depthwise_nhwc's order (window rows, then columns).
     for (int u = threadIdx.x; u < L::kUnits; u += kThreads) {
-      const int hp = u / W, q = u % W;
+      const int hp = u / L::kOutW, q = u % L::kOutW;
       float taps[9][4], sum0[4];
 #pragma unroll
       for (int k = 0; k < 9; k++) {
@@ -212,9 +219,9 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
 #pragma unroll
       for (int c = 0; c < 4; c++) sum0[c] = biases[MID + hp * 4 + c] + 0.0f;
-      // column q - 1 of the image is column q of the band (its first is the padding's)
-      const unsigned char* column = expanded + hp * L::kMPlane + q * 8;
-      float rows[3][3][4];  // expanded rows r % 3, columns q - 1 .. q + 1, widened
+      // column S q - 1 of the image is column S q of the band (its first is the padding's)
+      const unsigned char* column = expanded + hp * L::kMPlane + S * q * 8;
+      float rows[3][3][4];  // expanded rows r % 3, image columns S q - 1 .. S q + 1, widened
       auto load_row = [&](int r, float (&into)[3][4]) {
 #pragma unroll
         for (int t = 0; t < 3; t++) {
@@ -223,11 +230,11 @@ __global__ void __launch_bounds__(kThreads, 2)
           into[t][0] = lo.x, into[t][1] = lo.y, into[t][2] = hi.x, into[t][3] = hi.y;
         }
       };
-      load_row(0, rows[0]);
-      load_row(1, rows[1]);
 #pragma unroll
       for (int j = 0; j < TR; j++) {
-        load_row(j + 2, rows[(j + 2) % 3]);
+        // output row j reads band rows S j .. S j + 2; those up to S (j - 1) + 2 are held
+#pragma unroll
+        for (int r = j == 0 ? 0 : S * (j - 1) + 3; r <= S * j + 2; r++) load_row(r, rows[r % 3]);
         float sum[4] = {sum0[0], sum0[1], sum0[2], sum0[3]};
 #pragma unroll
         for (int r = 0; r < 3; r++)
@@ -235,38 +242,41 @@ __global__ void __launch_bounds__(kThreads, 2)
           for (int t = 0; t < 3; t++)
 #pragma unroll
             for (int c = 0; c < 4; c++)
-              sum[c] = fmaf(rows[(j + r) % 3][t][c], taps[r * 3 + t][c], sum[c]);
+              sum[c] = fmaf(rows[(S * j + r) % 3][t][c], taps[r * 3 + t][c], sum[c]);
         const gpu_clamp c = b.depthwise_clamp;
-        *reinterpret_cast<uint2*>(depthwise_out + (hp / 2) * L::kDPlane + (j * W + q) * 16 +
-                                  (hp % 2) * 8) =
+        *reinterpret_cast<uint2*>(depthwise_out + (hp / 2) * L::kDPlane +
+                                  (j * L::kOutW + q) * 16 + (hp % 2) * 8) =
             make_uint2(half2_bits(gpu_clamped(sum[0], c), gpu_clamped(sum[1], c)),
                        half2_bits(gpu_clamped(sum[2], c), gpu_clamped(sum[3], c)));
       }
     }
     __syncthreads();
 
-    // Projection: output pixel m of the band (row m / W), + the input at it (window row
-    // m / W + 1), to device memory.
+    // Projection: output pixel m of the band (row m / kOutW), + the input at it (stride 1: window
+    // row m / W + 1), to device memory.
     for (int t = warp; t < L::kProjectTiles; t += kWarps) {
-      float acc[1][COUT / 8][4];
-      start_sums<COUT, 1>(acc, biases + 2 * MID, 0, t4);
-      multiply_1x1<MID / 16, COUT / 16>(acc, depthwise_at + (t * 16 + a_row) * 16, L::kDPlane,
-                                        project_at, lane);
-      __half* out = y + (((long long)image * H + p0) * W + t * 16 + g) * COUT + t4 * 2;
+      float acc[1][L::kOut / 8][4];
+      start_sums<L::kOut, 1>(acc, biases + 2 * MID, 0, t4);
+      multiply_1x1<MID / 16, L::kOut / 16>(acc, depthwise_at + (t * 16 + a_row) * 16, L::kDPlane,
+                                           project_at, lane);
+      __half* out =
+          y + (((long long)image * L::kOutH + p0) * L::kOutW + t * 16 + g) * COUT + t4 * 2;
 #pragma unroll
-      for (int np = 0; np < COUT / 16; np++) {
+      for (int np = 0; np < L::kOut / 16; np++) {
         // the input at these outputs, in the accumulators' layout: (rows 0-7, 8-15) of n-tile
         // 2 np, then of 2 np + 1
+        const bool residual = S == 1 && COUT % 16 == 0 && b.residual;
         unsigned z[4] = {0u, 0u, 0u, 0u};
-        if (b.residual)
+        if (residual)
           ldmatrix4(z, window + (2 * np + a_half) * L::kXPlane + (W + t * 16 + a_row) * 16);
 #pragma unroll
         for (int jj = 0; jj < 2; jj++)
 #pragma unroll
           for (int h = 0; h < 2; h++) {
             const int j = 2 * np + jj;
+            if (j * 8 >= COUT) continue;  // the padding's channels
             float v0 = acc[0][j][2 * h], v1 = acc[0][j][2 * h + 1];
-            if (b.residual) {
+            if (residual) {
               const float2 r = half2_value(z[2 * jj + h]);
               v0 += r.x, v1 += r.y;
             }
@@ -279,29 +289,32 @@ __global__ void __launch_bounds__(kThreads, 2)
 #endif
 }
 
-// The shapes the kernel is built for (the MobileNetV2-style test net's first and last blocks).
-template <int CIN, int MID, int COUT, int H, int W, int TR>
+// The shapes the kernel is built for (the MobileNetV2-style test net's first, second and last
+// blocks).
+template <int CIN, int MID, int COUT, int H, int W, int TR, int S>
 struct inverted_shape {};
 
 template <typename F>
 bool with_shape(const gpu_inverted_shape& s, F f) {
-  if (s.cin == 16 && s.mid == 64 && s.cout == 16 && s.h == 32 && s.w == 32)
-    return f(inverted_shape<16, 64, 16, 32, 32, 8>()), true;
-  if (s.cin == 32 && s.mid == 128 && s.cout == 32 && s.h == 8 && s.w == 8)
-    return f(inverted_shape<32, 128, 32, 8, 8, 8>()), true;
+  if (s.cin == 16 && s.mid == 64 && s.cout == 16 && s.h == 32 && s.w == 32 && s.stride == 1)
+    return f(inverted_shape<16, 64, 16, 32, 32, 8, 1>()), true;
+  if (s.cin == 16 && s.mid == 64 && s.cout == 24 && s.h == 32 && s.w == 32 && s.stride == 2)
+    return f(inverted_shape<16, 64, 24, 32, 32, 4, 2>()), true;
+  if (s.cin == 32 && s.mid == 128 && s.cout == 32 && s.h == 8 && s.w == 8 && s.stride == 1)
+    return f(inverted_shape<32, 128, 32, 8, 8, 8, 1>()), true;
   return false;
 }
 
-template <int CIN, int MID, int COUT, int H, int W, int TR>
-constexpr int shared_of(inverted_shape<CIN, MID, COUT, H, W, TR>) {
-  return inverted_layout<CIN, MID, COUT, H, W, TR>::kShared;
+template <int CIN, int MID, int COUT, int H, int W, int TR, int S>
+constexpr int shared_of(inverted_shape<CIN, MID, COUT, H, W, TR, S>) {
+  return inverted_layout<CIN, MID, COUT, H, W, TR, S>::kShared;
 }
 
-template <int CIN, int MID, int COUT, int H, int W, int TR>
-cudaError_t launch(inverted_shape<CIN, MID, COUT, H, W, TR>, const void* x, void* y, int n,
+template <int CIN, int MID, int COUT, int H, int W, int TR, int S>
+cudaError_t launch(inverted_shape<CIN, MID, COUT, H, W, TR, S>, const void* x, void* y, int n,
                    const gpu_inverted_block& b, cudaStream_t stream) {
-  using L = inverted_layout<CIN, MID, COUT, H, W, TR>;
-  auto kernel = inverted_kernel<CIN, MID, COUT, H, W, TR>;
+  using L = inverted_layout<CIN, MID, COUT, H, W, TR, S>;
+  auto kernel = inverted_kernel<CIN, MID, COUT, H, W, TR, S>;
   cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kShared);
   int device = 0, sms = 0, resident = 0;
@@ -334,10 +347,12 @@ extern "C" int gpu_inverted_nhwc_takes(const gpu_inverted_shape* s, int half) {
 extern "C" ttp_status gpu_inverted_nhwc(const void* x, void* y, const gpu_inverted_shape* s,
                                         const gpu_inverted_block* b, cudaStream_t stream,
                                         ttp_err* e) {
-  if (!takes(*s, 1) || (b->residual && s->cin != s->cout))
+  if (!takes(*s, 1) || (b->residual && (s->cin != s->cout || s->stride != 1)))
     return ERR(e, TTP_ERR_INVALID_ARGUMENT, "gpu_inverted_nhwc: %d -> %d -> %d channels over "
-               "%dx%d maps (built for 16 -> 64 -> 16 over 32x32 and 32 -> 128 -> 32 over 8x8, "
-               "fp16, sm_80 or later)", s->cin, s->mid, s->cout, s->h, s->w);
+               "%dx%d maps, stride %d%s (built for 16 -> 64 -> 16 over 32x32 and 32 -> 128 -> "
+               "32 over 8x8 at stride 1, 16 -> 64 -> 24 over 32x32 at stride 2 without the "
+               "residual; fp16, sm_80 or later)", s->cin, s->mid, s->cout, s->h, s->w, s->stride,
+               b->residual ? ", + residual" : "");
   cudaError_t err = cudaSuccess;
   with_shape(*s, [&](auto shape) { err = launch(shape, x, y, s->n, *b, stream); });
   if (err != cudaSuccess)

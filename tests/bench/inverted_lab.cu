@@ -5,7 +5,9 @@
 //
 //   b0        16 -> 64 -> 16 channels, 32x32, ReLU6 after the expansion and the depthwise layer,
 //             + the input (the net's first block)
-//   b4        32 -> 128 -> 32, 8x8, the same (its last)
+//   b1        16 -> 64 -> 24, 32x32 in, depthwise stride 2, 16x16 out, ReLU6s, no residual (its
+//             second)
+//   b4        32 -> 128 -> 32, 8x8, the same as b0 (its last)
 //   b0plain   16 -> 64 -> 16, 32x32, no biases, clamps [-0.2, 0.3] and [0, 0.5] and none on the
 //             projection, no residual
 //
@@ -39,16 +41,17 @@ namespace {
 
 struct block_shape {
   const char* name;
-  int h, w, cin, mid, cout;
+  int h, w, cin, mid, cout, stride;  // h x w: the input's
   int residual, bias;
   gpu_clamp expand, depthwise, project;
 };
 
 const gpu_clamp kRelu6 = {0.0f, 6.0f}, kNone = {-INFINITY, INFINITY};
 const block_shape kShapes[] = {
-    {"b0", 32, 32, 16, 64, 16, 1, 1, kRelu6, kRelu6, kNone},
-    {"b4", 8, 8, 32, 128, 32, 1, 1, kRelu6, kRelu6, kNone},
-    {"b0plain", 32, 32, 16, 64, 16, 0, 0, {-0.2f, 0.3f}, {0.0f, 0.5f}, kNone},
+    {"b0", 32, 32, 16, 64, 16, 1, 1, 1, kRelu6, kRelu6, kNone},
+    {"b1", 32, 32, 16, 64, 24, 2, 0, 1, kRelu6, kRelu6, kNone},
+    {"b4", 8, 8, 32, 128, 32, 1, 1, 1, kRelu6, kRelu6, kNone},
+    {"b0plain", 32, 32, 16, 64, 16, 1, 0, 0, {-0.2f, 0.3f}, {0.0f, 0.5f}, kNone},
 };
 
 float half_of(double v) { return __half2float(__float2half_rn((float)v)); }
@@ -62,10 +65,12 @@ struct problem {
   void *we_dev = nullptr, *wd_dev = nullptr, *wp_dev = nullptr;
   float *be_dev = nullptr, *bd_dev = nullptr, *bp_dev = nullptr;
   void *m1 = nullptr, *m2 = nullptr, *y_fused = nullptr, *y_three = nullptr;
+  int p, q, kout;  // the output's rows and columns; the projection's channels computed
   size_t y_count;
 
   problem(const block_shape& shape, int rows) : b(shape) {
-    s = {rows, b.h, b.w, b.cin, b.mid, b.cout};
+    s = {rows, b.h, b.w, b.cin, b.mid, b.cout, b.stride};
+    p = b.h / b.stride, q = b.w / b.stride, kout = (b.cout + 15) / 16 * 16;
     x.fill((size_t)rows * b.h * b.w * b.cin, -1.0f, 1.0f);
     we.fill((size_t)b.mid * b.cin, -1.5f / sqrtf((float)b.cin), 1.5f / sqrtf((float)b.cin));
     wd.fill((size_t)b.mid * 9, -0.5f, 0.5f);
@@ -76,7 +81,7 @@ struct problem {
     std::vector<float> laid((size_t)b.mid * b.cin);
     gpu_conv_weights(we.value.data(), b.mid, b.cin, 1, 1, b.cin, 1, laid.data());
     we_dev = lab_upload_values(laid, true);
-    laid.assign((size_t)b.cout * b.mid, 0.0f);
+    laid.assign((size_t)kout * b.mid, 0.0f);
     gpu_conv_weights(wp.value.data(), b.cout, b.mid, 1, 1, b.mid, 1, laid.data());
     wp_dev = lab_upload_values(laid, true);
     laid.assign((size_t)b.mid * 9, 0.0f);
@@ -85,10 +90,10 @@ struct problem {
     be_dev = static_cast<float*>(lab_upload(be.data(), be.size() * sizeof(float)));
     bd_dev = static_cast<float*>(lab_upload(bd.data(), bd.size() * sizeof(float)));
     bp_dev = static_cast<float*>(lab_upload(bp.data(), bp.size() * sizeof(float)));
-    const size_t pixels = (size_t)rows * b.h * b.w;
-    y_count = pixels * b.cout;
+    const size_t pixels = (size_t)rows * b.h * b.w, out_pixels = (size_t)rows * p * q;
+    y_count = out_pixels * b.cout;
     CHECK_CUDA(cudaMalloc(&m1, pixels * b.mid * sizeof(__half)));
-    CHECK_CUDA(cudaMalloc(&m2, pixels * b.mid * sizeof(__half)));
+    CHECK_CUDA(cudaMalloc(&m2, out_pixels * b.mid * sizeof(__half)));
     CHECK_CUDA(cudaMalloc(&y_fused, y_count * sizeof(__half)));
     CHECK_CUDA(cudaMalloc(&y_three, y_count * sizeof(__half)));
   }
@@ -111,10 +116,9 @@ struct problem {
   void run_three(cudaStream_t stream) {
     ttp_err e = {};
     const gpu_conv_shape expand = {s.n, b.h, b.w, b.cin, b.h, b.w, b.mid, 1, 1, 1, 1, 0, 0, 1, 1};
-    const gpu_conv_shape depthwise = {s.n, b.h, b.w, b.mid, b.h, b.w, b.mid, 3, 3, 1, 1, 1, 1,
-                                      1, 1};
-    const gpu_conv_shape project = {s.n, b.h, b.w, b.mid, b.h, b.w, b.cout, 1, 1, 1, 1, 0, 0, 1,
-                                    1};
+    const gpu_conv_shape depthwise = {s.n, b.h, b.w, b.mid, p, q, b.mid, 3, 3, b.stride,
+                                      b.stride, 1, 1, 1, 1};
+    const gpu_conv_shape project = {s.n, p, q, b.mid, p, q, b.cout, 1, 1, 1, 1, 0, 0, 1, 1};
     CHECK(gpu_conv_nhwc(x.dev, we_dev, b.bias ? be_dev : nullptr, nullptr, m1, &expand, b.expand,
                         1, stream, &e) == TTP_OK, "%s expansion: %s", b.name, e.message);
     CHECK(gpu_depthwise_nhwc(m1, wd_dev, b.bias ? bd_dev : nullptr, nullptr, m2, &depthwise,
@@ -125,37 +129,37 @@ struct problem {
           "%s projection: %s", b.name, e.message);
   }
 
-  // The CPU reference of image `image`'s output (h x w x cout floats into out).
+  // The CPU reference of image `image`'s output (p x q x cout floats into out).
   void reference(int image, std::vector<double>& out) const {
-    const int h = b.h, w = b.w, pixels = h * w;
+    const int h = b.h, w = b.w, pixels = h * w, out_pixels = p * q;
     const float* in = &x.value[(size_t)image * pixels * b.cin];
-    std::vector<float> m1h((size_t)pixels * b.mid), m2h((size_t)pixels * b.mid);
-    for (int p = 0; p < pixels; p++)
+    std::vector<float> m1h((size_t)pixels * b.mid), m2h((size_t)out_pixels * b.mid);
+    for (int o = 0; o < pixels; o++)
       for (int k = 0; k < b.mid; k++) {
         double sum = be[k];
-        for (int c = 0; c < b.cin; c++) sum += (double)in[p * b.cin + c] * we.value[k * b.cin + c];
-        m1h[(size_t)p * b.mid + k] = half_of(clamped(sum, b.expand));
+        for (int c = 0; c < b.cin; c++) sum += (double)in[o * b.cin + c] * we.value[k * b.cin + c];
+        m1h[(size_t)o * b.mid + k] = half_of(clamped(sum, b.expand));
       }
-    for (int i = 0; i < h; i++)
-      for (int j = 0; j < w; j++)
+    for (int i = 0; i < p; i++)
+      for (int j = 0; j < q; j++)
         for (int k = 0; k < b.mid; k++) {
           double sum = bd[k];
           for (int r = 0; r < 3; r++)
             for (int t = 0; t < 3; t++) {
-              const int row = i - 1 + r, col = j - 1 + t;
+              const int row = i * b.stride - 1 + r, col = j * b.stride - 1 + t;
               if (row < 0 || row >= h || col < 0 || col >= w) continue;
               sum += (double)m1h[((size_t)row * w + col) * b.mid + k] * wd.value[k * 9 + r * 3 + t];
             }
-          m2h[((size_t)i * w + j) * b.mid + k] = half_of(clamped(sum, b.depthwise));
+          m2h[((size_t)i * q + j) * b.mid + k] = half_of(clamped(sum, b.depthwise));
         }
-    out.assign((size_t)pixels * b.cout, 0.0);
-    for (int p = 0; p < pixels; p++)
+    out.assign((size_t)out_pixels * b.cout, 0.0);
+    for (int o = 0; o < out_pixels; o++)
       for (int k = 0; k < b.cout; k++) {
         double sum = bp[k];
         for (int c = 0; c < b.mid; c++)
-          sum += (double)m2h[(size_t)p * b.mid + c] * wp.value[k * b.mid + c];
-        if (b.residual) sum += in[p * b.cin + k];
-        out[(size_t)p * b.cout + k] = clamped(sum, b.project);
+          sum += (double)m2h[(size_t)o * b.mid + c] * wp.value[k * b.mid + c];
+        if (b.residual) sum += in[o * b.cin + k];  // stride 1: the same pixel
+        out[(size_t)o * b.cout + k] = clamped(sum, b.project);
       }
   }
 
@@ -171,7 +175,7 @@ struct problem {
     std::vector<__half> fused(y_count), three(y_count);
     CHECK_CUDA(cudaMemcpy(fused.data(), y_fused, y_count * sizeof(__half), cudaMemcpyDeviceToHost));
     CHECK_CUDA(cudaMemcpy(three.data(), y_three, y_count * sizeof(__half), cudaMemcpyDeviceToHost));
-    const size_t per_image = (size_t)b.h * b.w * b.cout;
+    const size_t per_image = (size_t)p * q * b.cout;
     for (size_t i = 0; i < y_count; i++)
       CHECK(memcmp(&fused[i], &three[i], sizeof(__half)) == 0,
             "%s, %d rows: image %zu value %zu: the kernel %.7g, the three kernels %.7g", b.name,
@@ -200,7 +204,7 @@ int main(int argc, char** argv) {
   lab_seed(4242u);
   if (!lab_have_gpu()) return 77;
   for (const block_shape& b : kShapes) {
-    gpu_inverted_shape s = {5, b.h, b.w, b.cin, b.mid, b.cout};
+    gpu_inverted_shape s = {5, b.h, b.w, b.cin, b.mid, b.cout, b.stride};
     if (!gpu_inverted_nhwc_takes(&s, 1)) {
       printf("skipped: this GPU does not run the kernel (sm_80 or later, its shared memory)\n");
       return 77;

@@ -140,21 +140,23 @@ model* graphs_blocks(test_rng* rng) {
   return m;
 }
 
-/* An inverted residual block from value v: 1x1 expansion to 4 x width, its activation (a ReLU
-   then a Clip to 6, or a Clip to [-1, 2] alone), 3x3 depthwise with a ReLU and a Clip to 6, 1x1
-   projection back to width, + v where residual. */
-static int inverted_block(model* m, int v, int width, int relu6, int residual) {
+/* An inverted residual block from value v of cin channels: 1x1 expansion to 4 x cin, its
+   activation (a ReLU then a Clip to 6, or a Clip to [-1, 2] alone), 3x3 depthwise of the stride
+   with a ReLU and a Clip to 6, 1x1 projection to cout, + v where residual. */
+static int inverted_block(model* m, int v, int cin, int cout, int stride, int relu6,
+                          int residual) {
   const model_window one = model_window_of(1, 1, 1, 0);
-  int y = graphs_value(m, graphs_conv(m, "expand", v, 4 * width, 1, one));
+  const int mid = 4 * cin;
+  int y = graphs_value(m, graphs_conv(m, "expand", v, mid, 1, one));
   if (relu6) y = graphs_value(m, graphs_add(m, MODEL_RELU, "expand_relu", y));
   model_layer* clip = graphs_add(m, MODEL_CLIP, "expand_clip", y);
   clip->p.clip.lo = relu6 ? 0 : -1, clip->p.clip.hi = relu6 ? 6 : 2;
-  y = graphs_value(m, graphs_conv(m, "depthwise", graphs_value(m, clip), 4 * width, 4 * width,
-                                  model_window_of(3, 3, 1, 1)));
+  y = graphs_value(m, graphs_conv(m, "depthwise", graphs_value(m, clip), mid, mid,
+                                  model_window_of(3, 3, stride, 1)));
   y = graphs_value(m, graphs_add(m, MODEL_RELU, "depthwise_relu", y));
   clip = graphs_add(m, MODEL_CLIP, "depthwise_clip", y);
   clip->p.clip.lo = 0, clip->p.clip.hi = 6;
-  y = graphs_value(m, graphs_conv(m, "project", graphs_value(m, clip), width, 1, one));
+  y = graphs_value(m, graphs_conv(m, "project", graphs_value(m, clip), cout, 1, one));
   if (!residual) return y;
   const int pair[2] = {y, v};
   return graphs_value(m, graphs_join(m, MODEL_ADD, "add", 2, pair));
@@ -166,13 +168,12 @@ model* graphs_inverted(test_rng* rng) {
   CHECK(m, "%s", e.message);
   int v = graphs_value(m, graphs_conv(m, "stem", 0, 16, 1, model_window_of(3, 3, 1, 1)));
   v = graphs_value(m, graphs_add(m, MODEL_RELU, "stem_relu", v));
-  v = inverted_block(m, v, 16, 1, 1);
-  v = inverted_block(m, v, 16, 0, 0);
-  for (int k = 0; k < 2; k++) { /* 32x32 -> 8x8 */
-    v = graphs_value(m, graphs_conv(m, "down", v, 32, 1, model_window_of(3, 3, 2, 1)));
-    v = graphs_value(m, graphs_add(m, MODEL_RELU, "down_relu", v));
-  }
-  v = inverted_block(m, v, 32, 1, 1);
+  v = inverted_block(m, v, 16, 16, 1, 1, 1);
+  v = inverted_block(m, v, 16, 16, 1, 0, 0);
+  v = inverted_block(m, v, 16, 24, 2, 1, 0); /* to 16x16 */
+  v = graphs_value(m, graphs_conv(m, "down", v, 32, 1, model_window_of(3, 3, 2, 1)));
+  v = graphs_value(m, graphs_add(m, MODEL_RELU, "down_relu", v)); /* to 8x8 */
+  v = inverted_block(m, v, 32, 32, 1, 1, 1);
   model_layer* pool = graphs_add(m, MODEL_AVGPOOL, "gap", v);
   pool->p.pool.w = model_window_of(8, 8, 1, 0); /* the whole 8 x 8 map */
   graphs_head(m, 10, rng);

@@ -46,9 +46,9 @@ model* graphs_blocks(test_rng* rng);
 
 /* MobileNetV2's inverted residual blocks as the cudnn engine runs them in one kernel in fp16, on
    3 x 32 x 32: a stem of 16 channels, a block 16 -> 64 -> 16 with ReLU6s and the residual Add, one
-   with a Clip to [-1, 2] after the expansion and no Add, two strided convolutions to 32 x 8 x 8,
-   a block 32 -> 128 -> 32 with its Add, global average pooling as a window of the whole map, fc,
-   softmax. */
+   with a Clip to [-1, 2] after the expansion and no Add, one 16 -> 64 -> 24 with a depthwise
+   stride of 2 (to 16 x 16), a strided convolution to 32 x 8 x 8, a block 32 -> 128 -> 32 with its
+   Add, global average pooling as a window of the whole map, fc, softmax. */
 model* graphs_inverted(test_rng* rng);
 
 /* MobileNetV2-like on 3 x 16 x 14: a 1x1 projection, an inverted residual (1x1 expand, ReLU6,
