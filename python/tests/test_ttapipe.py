@@ -71,6 +71,50 @@ def test_shapes_and_channels():
         assert len(r) == 5 and all(0 <= c < 10 for c in r.classes)
 
 
+def test_layouts_read_the_same_images():
+    """One set of images in every layout classify takes, and through the array protocols:
+    the same bits as contiguous NCHW; a single image as a batch of one."""
+    with ttapipe.Pipeline(MODEL, tta=3, engine=ENGINE) as p:
+        grey = random_images(7, seed=11)
+        want = p.classify(grey[:, None], matrix=True).matrix.tobytes()
+        for images, layout in [(grey, None), (grey[..., None], None), (grey, "nhw"),
+                               (np.asfortranarray(grey), None),  # not C-contiguous: copied
+                               (memoryview(grey), None)]:  # the buffer protocol
+            assert p.classify(images, matrix=True, layout=layout).matrix.tobytes() == want
+        one = p.classify(grey[:1], matrix=True).matrix.tobytes()
+        for single in [grey[0], grey[0][None], grey[0][..., None]]:
+            assert p.classify(single, matrix=True).matrix.tobytes() == one
+
+        class Image:  # as PIL shows an image: __array_interface__ over its own bytes
+            def __init__(self, pixels):
+                self.pixels = pixels
+                self.__array_interface__ = pixels.__array_interface__
+        assert p.classify(Image(grey[0]), matrix=True).matrix.tobytes() == one
+    with ttapipe.Pipeline(RGB, tta=3, engine="auto" if ENGINE == "fused" else ENGINE) as p:
+        rgb = random_images(5, (3, 32, 32), seed=12)
+        want = p.classify(rgb, matrix=True).matrix.tobytes()
+        hwc = np.ascontiguousarray(rgb.transpose(0, 2, 3, 1))
+        assert p.classify(hwc, matrix=True).matrix.tobytes() == want
+        assert p.classify(hwc, matrix=True, layout="nhwc").matrix.tobytes() == want
+        assert p.classify(rgb.transpose(0, 2, 3, 1), matrix=True).matrix.tobytes() == want
+        one = p.classify(rgb[:1], matrix=True).matrix.tobytes()
+        assert p.classify(rgb[0], matrix=True).matrix.tobytes() == one
+        assert p.classify(hwc[0], matrix=True).matrix.tobytes() == one
+        with pytest.raises(ValueError, match="shape"):
+            p.classify(rgb[:, 0])  # one channel of three
+
+
+def test_ambiguous_layouts_are_refused():
+    """Where channels first and channels last both fit the model's input (3 x 3 x 3 here) they
+    read different images: refused unless the layout is named."""
+    cube = random_images(2, (3, 3, 3))
+    with pytest.raises(ValueError, match="pass layout="):
+        ttapipe._nchw(cube, (3, 3, 3), None)
+    as_nhwc = ttapipe._nchw(cube, (3, 3, 3), "nhwc")
+    assert np.array_equal(as_nhwc, cube.transpose(0, 3, 1, 2))
+    assert np.array_equal(ttapipe._nchw(cube, (3, 3, 3), "nchw"), cube)
+
+
 def test_bad_inputs_raise_before_work():
     with ttapipe.Pipeline(MODEL, engine=ENGINE) as p:
         with pytest.raises(ValueError, match="uint8"):
@@ -79,8 +123,20 @@ def test_bad_inputs_raise_before_work():
             p.classify(random_images(3, (27, 28)))
         with pytest.raises(ValueError, match="shape"):
             p.classify(random_images(3, (3, 28, 28)))
-        with pytest.raises(ValueError, match="numpy"):
+        with pytest.raises(ValueError, match="uint8"):  # a list holds Python ints
             p.classify([[0] * 28] * 28)
+        with pytest.raises(ValueError, match="must be an array"):
+            p.classify(object())
+        with pytest.raises(ValueError, match="layout must be one of"):
+            p.classify(random_images(3), layout="nwh")
+        with pytest.raises(ValueError, match=r"as nhwc"):
+            p.classify(random_images(3), layout="nhwc")
+
+        class OnGpu:  # what a CUDA array shows, refused before any work
+            __cuda_array_interface__ = {"shape": (3, 28, 28), "typestr": "|u1", "version": 3,
+                                        "data": (0, False)}
+        with pytest.raises(ValueError, match="GPU"):
+            p.classify(OnGpu())
     with pytest.raises(ValueError, match="engine"):
         ttapipe.Pipeline(MODEL, engine="quantum")
 

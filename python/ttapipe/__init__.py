@@ -1,7 +1,7 @@
 """ttapipe from Python: bulk image classification with test-time augmentation.
 
-Bindings through ctypes to an installed libttapipe.so (see python/README.md for how it is
-found). The C header, pipeline/ttapipe.h, is the manual; this module mirrors its calls:
+Bindings through ctypes to libttapipe.so: the one `pip install ./python` builds into the package,
+or another (python/README.md says how it is found). The C header, pipeline/ttapipe.h, is the manual; this module mirrors its calls:
 
     p = ttapipe.Pipeline("models/lenet-mnist", tta=5, engine="auto")
     r = p.classify(images)              # numpy uint8, (n, h, w) or (n, c, h, w)
@@ -31,9 +31,14 @@ class Error(RuntimeError):
 
 
 def _find_library():
+    """TTAPIPE_LIBRARY if set; else the library the wheel carries beside this file; else an
+    installed one (pkg-config's ttapipe, then the system's library path)."""
     path = os.environ.get("TTAPIPE_LIBRARY")
     if path:
         return path
+    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libttapipe.so")
+    if os.path.exists(bundled):
+        return bundled
     try:
         libdir = subprocess.run(["pkg-config", "--variable=libdir", "ttapipe"], check=True,
                                 capture_output=True, text=True).stdout.strip()
@@ -45,9 +50,9 @@ def _find_library():
     found = ctypes.util.find_library("ttapipe")
     if found:
         return found
-    raise ImportError("libttapipe.so not found: install the C library (cmake --install build "
-                      "--prefix PREFIX) and set TTAPIPE_LIBRARY=PREFIX/lib/libttapipe.so or "
-                      "PKG_CONFIG_PATH=PREFIX/lib/pkgconfig")
+    raise ImportError("libttapipe.so not found: this package was installed without it (pip "
+                      "install ./python builds it in); or set TTAPIPE_LIBRARY to a built "
+                      "libttapipe.so")
 
 
 _lib = ctypes.CDLL(_find_library())
@@ -154,6 +159,70 @@ def _choice(name, value, table):
     return table[value]
 
 
+# The layouts classify takes: each its axes' names, in the order the array holds them.
+_LAYOUTS = {"nchw": "nchw", "nhwc": "nhwc", "nhw": "nhw", "chw": "chw", "hwc": "hwc", "hw": "hw"}
+
+
+def _as_host_array(images):
+    """images as a NumPy array without a copy where NumPy can read it in place; ValueError for
+    an object it cannot read or one on a GPU."""
+    if isinstance(images, np.ndarray):
+        return images
+    if hasattr(images, "__cuda_array_interface__"):
+        raise ValueError("images on a GPU (__cuda_array_interface__): this version classifies "
+                         "host arrays only; copy them to the host first")
+    device = getattr(images, "__dlpack_device__", None)
+    if device is not None and device()[0] != 1:  # kDLCPU
+        raise ValueError("images on a GPU (DLPack): this version classifies host arrays only; "
+                         "copy them to the host first")
+    try:
+        array = np.asarray(images)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or array.dtype == object:  # NumPy wraps what it cannot read as objects
+        raise ValueError(f"images must be an array (NumPy, __array_interface__ or the buffer "
+                         f"protocol), not {type(images).__name__}")
+    return array
+
+
+def _nchw(images, model_shape, layout):
+    """images (uint8, in `layout` or the one its shape implies) as a contiguous (n, c, h, w)
+    array of the model's (c, h, w); ValueError naming the problem otherwise."""
+    images = _as_host_array(images)
+    if images.dtype != np.uint8:
+        raise ValueError(f"images must be uint8, not {images.dtype}")
+    c, h, w = model_shape
+    if layout is not None:
+        _choice("layout", layout, _LAYOUTS)
+        candidates = [layout]
+    else:
+        candidates = [k for k in _LAYOUTS if len(k) == images.ndim]
+    sizes = {"c": c, "h": h, "w": w}
+    fits = []
+    for k in candidates:
+        if len(k) != images.ndim:
+            continue
+        dims = dict(zip(k, images.shape))
+        if all(dims.get(axis, 1) == size for axis, size in sizes.items()):
+            fits.append(k)
+    if not fits:
+        want = f"(n, {c}, {h}, {w}) or (n, {h}, {w}, {c})" + (f" or (n, {h}, {w})" if c == 1 else "")
+        named = f" as {layout}" if layout else ""
+        raise ValueError(f"images of shape {images.shape}{named}: the model takes {want}, or one "
+                         f"image of those without n")
+    # Layouts that agree on where each channel's pixels lie read the same image: with one
+    # channel every fit does; with more, channels first and channels last differ.
+    if c > 1 and len({k.index("c") == (len(k) - 3) for k in fits}) > 1:
+        raise ValueError(f"images of shape {images.shape} read as {' or '.join(fits)} differ "
+                         f"for a model of {c} x {h} x {w}: pass layout=")
+    k = fits[0]
+    if "n" not in k:
+        images, k = images[np.newaxis], "n" + k
+    if "c" not in k:
+        images, k = images[:, np.newaxis], "nc" + k[1:]
+    return np.ascontiguousarray(images.transpose([k.index(axis) for axis in "nchw"]))
+
+
 class Result:
     """One classify call's answers, numpy arrays of n: classes (int64), probabilities
     (float32: the winning class's merged probability), spreads (float32: its standard
@@ -255,25 +324,19 @@ class Pipeline:
     def _raise(self):
         raise Error(_last_error(self._p).decode(errors="replace"))
 
-    def classify(self, images, matrix=False):
-        """Classifies images: a numpy uint8 array of shape (n, h, w) (one channel) or
-        (n, c, h, w), matching the model's input, 0 black .. 255 white. Returns a Result;
-        with matrix=True its matrix holds every class's merged probability. Raises ValueError
-        for another dtype or shape (before any work), Error for a failure of the engine."""
+    def classify(self, images, matrix=False, layout=None):
+        """Classifies images, uint8, 0 black .. 255 white, of the model's channels, rows and
+        columns: a NumPy array or anything NumPy reads without a copy of its own (an object with
+        __array_interface__ or the buffer protocol, such as a PIL image), in one of the layouts
+        "nchw" (n, c, h, w), "nhwc" (n, h, w, c), "nhw" (n, h, w: one channel), or a single
+        image "chw", "hwc" or "hw". layout=None infers it from the shape and the model's input
+        and refuses a shape that two layouts would read differently (name the layout then).
+        Arrays other than contiguous NCHW are copied into it first. Returns a Result; with
+        matrix=True its matrix holds every class's merged probability. Raises ValueError for
+        another dtype, shape or layout (before any work), Error for a failure of the engine."""
         self._check_open()
-        if not isinstance(images, np.ndarray):
-            raise ValueError(f"images must be a numpy array, not {type(images).__name__}")
-        if images.dtype != np.uint8:
-            raise ValueError(f"images must be uint8, not {images.dtype}")
-        c, h, w = self.input_shape
-        shape = images.shape
-        if images.ndim == 3 and c == 1:
-            shape = (shape[0], 1) + shape[1:]
-        if len(shape) != 4 or shape[1:] != (c, h, w):
-            want = f"(n, {h}, {w}) or (n, {c}, {h}, {w})" if c == 1 else f"(n, {c}, {h}, {w})"
-            raise ValueError(f"images of shape {images.shape}: the model takes {want}")
-        n = shape[0]
-        images = np.ascontiguousarray(images)
+        images = _nchw(images, self.input_shape, layout)
+        n = images.shape[0]
         records = np.empty(n, dtype=_RESULT_DTYPE)
         probs = np.empty((n, self.classes), dtype=np.float32) if matrix else None
         if n:
