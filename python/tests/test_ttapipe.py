@@ -214,3 +214,26 @@ def test_version_and_close():
     p.close()
     with pytest.raises(ValueError, match="closed"):
         p.classify(random_images(1))
+
+
+def test_examples_run(tmp_path):
+    """python/examples: each runs with the installed package and prints what it says it does."""
+    import sys
+    examples = os.path.join(SOURCE, "python", "examples")
+    digits = random_images(3, seed=13)
+    for i, image in enumerate(digits):
+        write_pgm(str(tmp_path / f"{i}.pgm"), image)
+    (tmp_path / "broken.pgm").write_bytes(b"P5\n28 28\n255\n")
+    out = subprocess.run([sys.executable, os.path.join(examples, "classify_directory.py"), MODEL,
+                          str(tmp_path), "--engine", ENGINE], check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    assert out[-1] == "3 of 4 files classified" and len(out) == 5
+    assert sum(",error," in line for line in out) == 1
+    mnist = os.path.join(SOURCE, "..", "shared", "datasets", "mnist", "t10k-images-idx3-ubyte.gz")
+    idx = [mnist] if os.path.exists(mnist) else []
+    out = subprocess.run([sys.executable, os.path.join(examples, "classify_numpy.py"), MODEL]
+                         + idx + ["--count", "4"], check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    assert len(out) == 5 and all(line.startswith(f"image {i}: ") for i, line in
+                                 enumerate(out[1:]))
+
