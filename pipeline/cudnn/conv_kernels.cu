@@ -63,10 +63,6 @@ struct conv_plan {
 
 inline size_t round128(size_t n) { return (n + 127) / 128 * 128; }
 
-// The output channels computed: k up to a multiple of 16 (a pair of n-tiles; the weights past k
-// zeros, as gpu_conv_weights lays them out), those past k neither read nor stored.
-__host__ __device__ constexpr int padded_k(int k) { return (k + 15) / 16 * 16; }
-
 // The channels a window pixel holds: c up to a whole k-step of 32 bytes (16 in fp16, 8 in fp32).
 inline int window_channels(int c, int elem) {
   const int step = 32 / elem;
@@ -451,10 +447,14 @@ extern "C" ttp_status gpu_conv_nhwc(const void* x, const void* weights, const fl
    output channel l / 4 and input channels (l % 4) * 2, + 1, + 8 and + 9 of the step. TF32
    (k-steps of 8): of n-tile 0 then 1, output channel l / 4 and input channels l % 4 and + 4,
    each value rounded to TF32's 10 bits of mantissa (to nearest, ties away, as cvt.rna does). */
+extern "C" size_t gpu_conv_weights_count(int k, int cp, int r, int s) {
+  return (size_t)padded_k(k) * cp * r * s;
+}
+
 extern "C" void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp, int half,
                                  float* out) {
   const int per_step = half ? 16 : 8, values = half ? 8 : 4;
-  const int steps = cp / per_step, pairs = (k + 15) / 16;
+  const int steps = cp / per_step, pairs = padded_k(k) / 16;
   for (int column = 0; column < s; column++)
     for (int step = 0; step < steps; step++)
       for (int row = 0; row < r; row++)

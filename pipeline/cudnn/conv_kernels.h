@@ -86,6 +86,9 @@ ttp_status gpu_conv_block_nhwc(const void* x, const void* weights1, const float*
 void gpu_conv_weights(const float* kcrs, int k, int c, int r, int s, int cp, int half,
                       float* out);
 
+/* The values gpu_conv_weights writes for k outputs, cp input channels and an r x s window. */
+size_t gpu_conv_weights_count(int k, int cp, int r, int s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -85,6 +85,10 @@ inline bool device_runs(int major, int shared) {
          have >= major && optin >= shared;
 }
 
+// The output channels a layer of k computes: k up to a multiple of 16 (a pair of n-tiles; the
+// weights past k zeros, as gpu_conv_weights lays them out), those past k neither read nor stored.
+__host__ __device__ constexpr int padded_k(int k) { return (k + 15) / 16 * 16; }
+
 // acc[f][j] = bias of this lane's channels (k0 + j * 8 + t4 * 2, + 1), or 0 (no bias, or a
 // channel at or past k: the padding of a layer of k channels, a multiple of 8, computed as a
 // multiple of 16). A bias of -0 starts as +0 (+ 0.0f), so that a sum never holds -0 and adding a

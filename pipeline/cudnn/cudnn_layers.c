@@ -452,7 +452,7 @@ static ttp_status own_conv_plan(gpu_context* ctx, gpu_layer* L, ttp_err* e) {
   const model_layer* l = L->l;
   const int k = l->p.conv.k, r = l->p.conv.w.r, t = l->p.conv.w.s;
   const int c = gpu_conv_nhwc_window_channels(L->x_shape.c, ctx->half);
-  const size_t count = (size_t)(k + 15) / 16 * 16 * c * r * t; /* outputs padded to 16s */
+  const size_t count = gpu_conv_weights_count(k, c, r, t);
   float* rsck = malloc(count * sizeof *rsck);
   if (!rsck) return ERR_NOMEM(e, count * sizeof *rsck);
   gpu_conv_weights(l->weights, k, l->in.c, r, t, c, ctx->half, rsck); /* past the model's: 0 */

@@ -38,7 +38,7 @@ constexpr int kThreads = kWarps * 32;
 template <int CIN, int MID, int COUT, int H, int W, int TR, int S>
 struct inverted_layout {
   static constexpr int kOutH = H / S, kOutW = W / S;
-  static constexpr int kOut = (COUT + 15) / 16 * 16;  // the projection's channels, computed
+  static constexpr int kOut = padded_k(COUT);        // the projection's channels, computed
   static constexpr int kRows = (TR - 1) * S + 3;    // expanded rows an item: one above, one below
   static constexpr int kXPlane = kRows * W * 16;    // the input window: planes of 8 channels
   static constexpr int kXBytes = CIN / 8 * kXPlane;

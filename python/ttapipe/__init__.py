@@ -1,10 +1,11 @@
 """ttapipe from Python: bulk image classification with test-time augmentation.
 
-Bindings through ctypes to libttapipe.so: the one `pip install ./python` builds into the package,
-or another (python/README.md says how it is found). The C header, pipeline/ttapipe.h, is the manual; this module mirrors its calls:
+Bindings through ctypes to libttapipe.so: the one `pip install ./python` builds into the
+package, or another (python/README.md says how it is found). The C header, pipeline/ttapipe.h,
+is the manual; this module mirrors its calls:
 
     p = ttapipe.Pipeline("models/lenet-mnist", tta=5, engine="auto")
-    r = p.classify(images)              # numpy uint8, (n, h, w) or (n, c, h, w)
+    r = p.classify(images)              # uint8: (n, h, w), (n, c, h, w), (n, h, w, c), one image
     r.classes, r.probabilities, r.spreads, r.labels
     p.classify(images, matrix=True).matrix
     p.classify_files(["digits/"])
@@ -194,19 +195,15 @@ def _nchw(images, model_shape, layout):
     c, h, w = model_shape
     if layout is not None:
         _choice("layout", layout, _LAYOUTS)
-        candidates = [layout]
-    else:
-        candidates = [k for k in _LAYOUTS if len(k) == images.ndim]
     sizes = {"c": c, "h": h, "w": w}
     fits = []
-    for k in candidates:
-        if len(k) != images.ndim:
-            continue
+    for k in [layout] if layout is not None else _LAYOUTS:
         dims = dict(zip(k, images.shape))
-        if all(dims.get(axis, 1) == size for axis, size in sizes.items()):
+        if len(k) == images.ndim and all(dims.get(a, 1) == size for a, size in sizes.items()):
             fits.append(k)
     if not fits:
-        want = f"(n, {c}, {h}, {w}) or (n, {h}, {w}, {c})" + (f" or (n, {h}, {w})" if c == 1 else "")
+        want = f"(n, {c}, {h}, {w}) or (n, {h}, {w}, {c})"
+        want += f" or (n, {h}, {w})" if c == 1 else ""
         named = f" as {layout}" if layout else ""
         raise ValueError(f"images of shape {images.shape}{named}: the model takes {want}, or one "
                          f"image of those without n")

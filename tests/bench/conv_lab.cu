@@ -114,7 +114,7 @@ struct problem {
     bias.resize(s.k);
     for (float& b : bias) b = uniform(-0.3f, 0.3f);
     const int cp = gpu_conv_nhwc_window_channels(s.c, half);
-    std::vector<float> rsck((size_t)(s.k + 15) / 16 * 16 * cp * s.r * s.s);  // k padded to 16s
+    std::vector<float> rsck(gpu_conv_weights_count(s.k, cp, s.r, s.s));
     gpu_conv_weights(w.value.data(), s.k, s.c, s.r, s.s, cp, half, rsck.data());
     w_rsck = lab_upload_values(rsck, half);
     bias_dev = static_cast<float*>(lab_upload(bias.data(), s.k * sizeof(float)));

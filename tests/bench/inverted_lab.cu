@@ -65,12 +65,12 @@ struct problem {
   void *we_dev = nullptr, *wd_dev = nullptr, *wp_dev = nullptr;
   float *be_dev = nullptr, *bd_dev = nullptr, *bp_dev = nullptr;
   void *m1 = nullptr, *m2 = nullptr, *y_fused = nullptr, *y_three = nullptr;
-  int p, q, kout;  // the output's rows and columns; the projection's channels computed
+  int p, q;  // the output's rows and columns
   size_t y_count;
 
   problem(const block_shape& shape, int rows) : b(shape) {
     s = {rows, b.h, b.w, b.cin, b.mid, b.cout, b.stride};
-    p = b.h / b.stride, q = b.w / b.stride, kout = (b.cout + 15) / 16 * 16;
+    p = b.h / b.stride, q = b.w / b.stride;
     x.fill((size_t)rows * b.h * b.w * b.cin, -1.0f, 1.0f);
     we.fill((size_t)b.mid * b.cin, -1.5f / sqrtf((float)b.cin), 1.5f / sqrtf((float)b.cin));
     wd.fill((size_t)b.mid * 9, -0.5f, 0.5f);
@@ -78,10 +78,10 @@ struct problem {
     for (auto* v : {&be, &bd, &bp}) v->resize(v == &bp ? b.cout : b.mid);
     for (auto* v : {&be, &bd, &bp})
       for (float& f : *v) f = b.bias ? uniform(-0.3f, 0.3f) : 0.0f;
-    std::vector<float> laid((size_t)b.mid * b.cin);
+    std::vector<float> laid(gpu_conv_weights_count(b.mid, b.cin, 1, 1));
     gpu_conv_weights(we.value.data(), b.mid, b.cin, 1, 1, b.cin, 1, laid.data());
     we_dev = lab_upload_values(laid, true);
-    laid.assign((size_t)kout * b.mid, 0.0f);
+    laid.assign(gpu_conv_weights_count(b.cout, b.mid, 1, 1), 0.0f);
     gpu_conv_weights(wp.value.data(), b.cout, b.mid, 1, 1, b.mid, 1, laid.data());
     wp_dev = lab_upload_values(laid, true);
     laid.assign((size_t)b.mid * 9, 0.0f);

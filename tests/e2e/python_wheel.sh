@@ -17,7 +17,8 @@ pip=("$work/venv/bin/pip" --disable-pip-version-check)
 # The build backend comes from the registry: none reachable, nothing to test here.
 "${pip[@]}" download -q --no-deps --retries 0 --timeout 15 -d "$work/probe" \
   "scikit-build-core>=0.10" >"$work/probe.log" 2>&1 ||
-  { echo "skipped: no package registry for scikit-build-core ($(tail -1 "$work/probe.log"))"; exit 77; }
+  { echo "skipped: no package registry for scikit-build-core ($(tail -1 "$work/probe.log"))"
+    exit 77; }
 start=$SECONDS
 "${pip[@]}" wheel -q --no-deps -w "$work/wheels" "$source/python" \
   --config-settings=cmake.define.TTAPIPE_CUDA=OFF \
